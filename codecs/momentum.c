@@ -1,0 +1,33 @@
+/* momentum.c — DGC momentum correction as a variant of error feedback:
+ * u = m*u + g; v = v + u; send the top of v; clear u and v where sent. */
+#include "codec_impl.h"
+
+GC_INTERNAL size_t gc_payload_zero_sent(const void *src, size_t len, float *x, size_t n,
+                                        gc_workspace *ws);
+
+size_t gc_encode_momentum(const gc_codec *c, const float *g, float *u, float *v, size_t n,
+                          float momentum, const gc_params *p, uint64_t seed, void *dst,
+                          size_t cap, gc_workspace *ws)
+{
+    if (!c) return GC_ERROR(UNKNOWN_CODEC);
+    if (!(c->flags & GC_SPARSE) || !c->zero_sent) return GC_ERROR(PARAM);
+    if (!(momentum >= 0.0f && momentum < 1.0f)) return GC_ERROR(PARAM);
+    if (n > 0 && (!g || !u || !v)) return GC_ERROR(GENERIC);
+    gc_workspace *own = NULL;
+    if (!ws) {
+        ws = own = gc_workspace_create();
+        if (!ws) return GC_ERROR(ALLOC);
+    }
+    float *restrict uu = u;
+    const float *restrict gg = g;
+    for (size_t i = 0; i < n; i++) uu[i] = momentum * uu[i] + gg[i];
+    /* The fused error-feedback encode computes v + u, sends its top and
+     * leaves v = (v + u) - D(payload), i.e. zero where sent. */
+    size_t r = gc_encode(c, u, v, n, p, seed, dst, cap, ws);
+    if (!gc_is_error(r)) {
+        size_t z = gc_payload_zero_sent(dst, r, u, n, ws);
+        if (gc_is_error(z)) r = z;
+    }
+    gc_workspace_free(own);
+    return r;
+}
