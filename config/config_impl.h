@@ -1,0 +1,161 @@
+/* config_impl.h — what the files of config/ share: the variable table, the
+ * strict value parsers, the typo suggester. Internal to config/. */
+#ifndef GCMPI_CONFIG_IMPL_H
+#define GCMPI_CONFIG_IMPL_H
+
+#include "gcmpi_config.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Every variable once: id, name, type, default, range, meaning. The names
+ * table, the documentation table and the ids below are all made from it, so
+ * they cannot disagree. The defaults are what gcmpi_config_describe prints
+ * for gcmpi_config_defaults (a unit test holds them to that). */
+#define GCMPI_CONFIG_VARS(X)                                                                    \
+    X(DISABLE, "GCMPI_DISABLE", "bool", "0", "0/1, true/false, yes/no, on/off",                 \
+      "pass every call straight to MPI")                                                       \
+    X(CODEC, "GCMPI_CODEC", "codec name", "none",                                              \
+      "none, fp16, bf16, int8, qsgd, terngrad, sign, onebit, natural, topk, randk, dgc, "      \
+      "powersgd, eg", "compressor for eligible calls; none sends float32 unchanged")          \
+    X(RATIO, "GCMPI_RATIO", "number", "0.01", "(0, 1]",                                        \
+      "fraction of elements kept by topk, randk, dgc")                                        \
+    X(BITS, "GCMPI_BITS", "integer", "4", "depends on the codec (qsgd: 2..8)",                \
+      "bits per element incl. sign (qsgd)")                                                    \
+    X(BUCKET, "GCMPI_BUCKET", "size", "512", "depends on the codec (1..2^31)",                 \
+      "elements sharing one scale (int8, qsgd, terngrad, sign, onebit, natural, eg)")         \
+    X(RANK, "GCMPI_RANK", "integer", "4", "depends on the codec (1..1024)",                    \
+      "rank of the PowerSGD approximation")                                                    \
+    X(EG_N, "GCMPI_EG_N", "integer or auto", "auto", "depends on the codec (-60..60)", \
+      "eg: quantisation step 2^-n; auto derives it from the value range")                     \
+    X(EG_K, "GCMPI_EG_K", "integer or auto", "auto", "depends on the codec (0..30)",           \
+      "eg: Exp-Golomb order; auto picks it per bucket")                                        \
+    X(DGC_SAMPLE, "GCMPI_DGC_SAMPLE", "number", "0.01", "(0, 1]",                              \
+      "dgc: fraction of elements sampled to estimate the threshold")                           \
+    X(DGC_TOLERANCE, "GCMPI_DGC_TOLERANCE", "number", "0.2", "[0, 10]",                        \
+      "dgc: refine the threshold when the kept count misses k by more than this fraction")     \
+    X(QSGD_CODING, "GCMPI_QSGD_CODING", "keyword", "fixed", "fixed, elias",                   \
+      "qsgd: fixed-width levels or Elias-gamma coded levels")                                  \
+    X(RANDK_UNBIASED, "GCMPI_RANDK_UNBIASED", "bool", "0", "0/1, true/false, yes/no, on/off",   \
+      "randk: scale kept values by n/k (unbiased, higher variance)")                          \
+    X(CRC, "GCMPI_CRC", "bool", "0", "0/1, true/false, yes/no, on/off",                        \
+      "write and check a CRC32C of every payload")                                             \
+    X(LOSSLESS, "GCMPI_LOSSLESS", "keyword", "off", "off, zstd (level 3), zstd:LEVEL (1..19)",  \
+      "lossless zstd stage after the codec")                                                   \
+    X(EF, "GCMPI_EF", "bool", "1", "0/1, true/false, yes/no, on/off",                          \
+      "error feedback: add what compression dropped to the next call on the same buffer")     \
+    X(EF_MOMENTUM, "GCMPI_EF_MOMENTUM", "number", "0", "[0, 1)",                               \
+      "DGC momentum correction (topk, randk, dgc only); 0 = plain error feedback")             \
+    X(EF_MAX_BYTES, "GCMPI_EF_MAX_BYTES", "size", "1G", ">= 1 while GCMPI_EF=1",               \
+      "bound on residual memory per process; least recently used residuals are evicted")      \
+    X(MIN_BYTES, "GCMPI_MIN_BYTES", "size", "4K", ">= 0",                                      \
+      "messages smaller than this pass through uncompressed")                                  \
+    X(ALGO, "GCMPI_ALGO", "keyword", "auto", "auto, allgather, rsag, native",                  \
+      "compressed collective; native only for none, randk, int8, powersgd")                   \
+    X(SEED, "GCMPI_SEED", "uint64", "42", "0..2^64-1 (decimal or 0x hex)",                     \
+      "seed of stochastic rounding and random selection (same on every rank)")                \
+    X(COMM, "GCMPI_COMM", "list", "world", "world, all, or up to 16 comma-separated names",    \
+      "communicators compressed: congruent to MPI_COMM_WORLD, every one, or by MPI_Comm_set_name") \
+    X(STATS, "GCMPI_STATS", "list", "off", "off/0, 1/stderr, PATH.json, stderr,PATH.json",      \
+      "statistics at MPI_Finalize: on stderr and/or into a JSON file (rank 0)")               \
+    X(VERIFY, "GCMPI_VERIFY", "bool", "0", "0/1, true/false, yes/no, on/off",                  \
+      "also run the exact allreduce and report the relative error (debugging, slow)")          \
+    X(VERBOSE, "GCMPI_VERBOSE", "integer", "0", "0..3", "diagnostics on stderr")               \
+    X(ADAPT, "GCMPI_ADAPT", "keyword", "none", "none (gct, edgc, variance: later)",             \
+      "adaptive parameter layer")                                                              \
+    X(CONFIG, "GCMPI_CONFIG", "path", "", "a readable file",                                   \
+      "file of GCMPI_NAME=VALUE lines read first; the environment wins")
+
+typedef enum cfg_var {
+#define CFG_ENUM(id, name, type, def, range, meaning) CFG_##id,
+    GCMPI_CONFIG_VARS(CFG_ENUM)
+#undef CFG_ENUM
+    CFG_VAR_COUNT
+} cfg_var;
+
+/* ---- value parsers --------------------------------------------------------
+ * Strict: no surrounding or trailing characters, no empty strings, no
+ * locale dependence, overflow detected. Leading/trailing blanks are removed
+ * by the caller before. */
+
+typedef enum cfg_status {
+    CFG_OK = 0,
+    CFG_SYNTAX, /* not of the expected form */
+    CFG_RANGE,  /* well formed, but too large, too small or negative */
+} cfg_status;
+
+/* 0/1/true/false/yes/no/on/off, ASCII case-insensitive. */
+cfg_status cfg_parse_bool(const char *s, int *out);
+/* Optional sign and decimal digits, in [lo, hi]. */
+cfg_status cfg_parse_int(const char *s, long long lo, long long hi, long long *out);
+/* Decimal digits, or 0x and hex digits; no sign. */
+cfg_status cfg_parse_u64(const char *s, uint64_t *out);
+/* Decimal digits with an optional K, M or G suffix (powers of 1024). A sign
+ * is a syntax error: sizes are never negative. */
+cfg_status cfg_parse_size(const char *s, uint64_t *out);
+/* [+-]digits[.digits][(e|E)[+-]digits] (or .digits), correctly rounded,
+ * finite; no inf, nan or hex floats. Overflow to infinity is CFG_RANGE. */
+cfg_status cfg_parse_double(const char *s, double *out);
+/* Shortest decimal that cfg_parse_double reads back to the same double,
+ * with '.' whatever the locale. */
+void cfg_format_double(double v, char *buf, size_t len);
+
+/* ASCII case-insensitive equality (strcasecmp depends on the locale). */
+int cfg_ieq(const char *a, const char *b);
+/* Index of s in the NULL-terminated words (case-insensitive), or -1. */
+int cfg_keyword(const char *s, const char *const *words);
+
+/* ---- typo suggestion -------------------------------------------------------- */
+
+/* Optimal-string-alignment distance (Damerau-Levenshtein with adjacent
+ * transpositions), ASCII case-insensitive; SIZE_MAX when either string is
+ * longer than 64 characters (no typo of a known name is). */
+size_t cfg_edit_distance(const char *a, const char *b);
+/* The known name closest to name, or NULL when none is close enough to be
+ * a plausible typo. */
+const char *cfg_suggest(const char *name);
+
+/* ---- codec parameter messages ----------------------------------------------- */
+
+/* gc_params_check messages start "<param>=<value> ...". Returns the variable
+ * that sets <param> (ratio -> CFG_RATIO, zstd_level -> CFG_LOSSLESS, ...), or
+ * -1 when the message does not start that way or names no variable; on
+ * success *value and *value_len give <value> (up to the first blank), *rest the
+ * text after it (" is out of range; ..."). */
+int cfg_param_var(const char *gc_message, const char **value, size_t *value_len,
+                  const char **rest);
+
+/* ---- where the values come from --------------------------------------------- */
+
+/* One variable's raw value (blanks around it removed, quotes removed in the
+ * file), or value NULL when unset. file is NULL for the environment. */
+typedef struct cfg_setting {
+    char *value;
+    const char *file;
+    unsigned line;
+} cfg_setting;
+
+typedef struct cfg_sources {
+    cfg_setting set[CFG_VAR_COUNT];
+    char path[GCMPI_PATH_LEN]; /* the GCMPI_CONFIG file, "" = none */
+} cfg_sources;
+
+/* Gather the GCMPI_* settings of envp (NULL: environ) and of the
+ * GCMPI_CONFIG file, environment first. Unknown names become warnings.
+ * Returns 1, or 0 with res->error set (unreadable file, malformed line, out
+ * of memory). Free with cfg_sources_free in either case. */
+int cfg_sources_read(cfg_sources *src, gcmpi_config_result *res, char *const *envp);
+void cfg_sources_free(cfg_sources *src);
+
+/* Values are echoed in messages at most this long (then "..."). */
+#define CFG_SHOW_MAX 200
+#define CFG_SHOW_FMT "%.200s%s"
+#define CFG_SHOW(v) (v), (strlen(v) > CFG_SHOW_MAX ? "..." : "")
+
+/* res->error = formatted text; returns 0. */
+int cfg_error(gcmpi_config_result *res, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Append a warning; past the last slot, that slot says how many were lost. */
+void cfg_warn(gcmpi_config_result *res, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif /* GCMPI_CONFIG_IMPL_H */

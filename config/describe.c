@@ -1,0 +1,173 @@
+/* describe.c — the configuration as text (report header) and as a hash that
+ * ranks compare at MPI_Init. */
+#include "config_impl.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+/* ---- hash ----------------------------------------------------------------------- */
+
+/* FNV-1a over explicit little-endian field values (never pointers or
+ * padding), so equal settings hash equally in every process. */
+typedef struct hasher { uint64_t h; } hasher;
+
+static void mix_bytes(hasher *s, const void *data, size_t len)
+{
+    const unsigned char *b = data;
+    for (size_t i = 0; i < len; i++) {
+        s->h ^= b[i];
+        s->h *= 0x100000001B3ull;
+    }
+}
+
+static void mix_u64(hasher *s, uint64_t v)
+{
+    unsigned char b[8];
+    for (int i = 0; i < 8; i++) b[i] = (unsigned char)(v >> (8 * i));
+    mix_bytes(s, b, sizeof b);
+}
+
+static void mix_double(hasher *s, double v)
+{
+    uint64_t u;
+    memcpy(&u, &v, sizeof u);
+    mix_u64(s, u);
+}
+
+static void mix_string(hasher *s, const char *str)
+{
+    size_t len = strlen(str);
+    mix_u64(s, len); /* length first: "ab","c" differs from "a","bc" */
+    mix_bytes(s, str, len);
+}
+
+uint64_t gcmpi_config_hash(const gcmpi_config *cfg)
+{
+    hasher s = {0xCBF29CE484222325ull};
+    /* Ranks with different payload formats must not talk either. */
+    mix_u64(&s, GC_FORMAT_VERSION);
+    mix_u64(&s, (uint64_t)cfg->disable);
+    mix_u64(&s, gc_codec_id(cfg->codec));
+    const gc_params *p = &cfg->params;
+    mix_double(&s, p->ratio);
+    mix_u64(&s, p->bits);
+    mix_u64(&s, p->bucket);
+    mix_u64(&s, p->rank);
+    mix_u64(&s, (uint64_t)(int64_t)p->eg_n);
+    mix_u64(&s, (uint64_t)(int64_t)p->eg_k);
+    mix_double(&s, p->dgc_sample);
+    mix_double(&s, p->dgc_tolerance);
+    mix_u64(&s, (uint64_t)(int64_t)p->zstd_level);
+    mix_u64(&s, p->flags);
+    mix_u64(&s, (uint64_t)cfg->ef);
+    mix_double(&s, cfg->ef_momentum);
+    /* ef_max_bytes is left out: residual memory is private to a rank, and
+     * nodes with less memory may set a smaller bound. */
+    mix_u64(&s, cfg->min_bytes);
+    mix_u64(&s, (uint64_t)cfg->algo);
+    mix_u64(&s, cfg->seed);
+    mix_u64(&s, (uint64_t)cfg->comm);
+    if (cfg->comm == GCMPI_COMM_NAMES) {
+        mix_u64(&s, (uint64_t)cfg->n_comm_names);
+        for (int i = 0; i < cfg->n_comm_names; i++) mix_string(&s, cfg->comm_names[i]);
+    }
+    /* GCMPI_VERIFY runs an extra exact allreduce: all ranks or none. */
+    mix_u64(&s, (uint64_t)cfg->verify);
+    mix_u64(&s, (uint64_t)cfg->adapt);
+    return s.h;
+}
+
+/* ---- describe ---------------------------------------------------------------------- */
+
+/* snprintf into a running buffer; the total is what would have been
+ * written, as snprintf returns. */
+typedef struct writer {
+    char *buf;
+    size_t len, total;
+} writer;
+
+__attribute__((format(printf, 2, 3)))
+static void put(writer *w, const char *fmt, ...)
+{
+    char *at = w->total < w->len ? w->buf + w->total : NULL;
+    size_t room = w->total < w->len ? w->len - w->total : 0;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(at, room, fmt, ap);
+    va_end(ap);
+    if (n > 0) w->total += (size_t)n;
+}
+
+static void put_size(writer *w, const char *name, uint64_t v)
+{
+    static const char units[] = "GMK";
+    for (int i = 0; i < 3; i++) {
+        unsigned shift = (unsigned)(30 - 10 * i);
+        if (v && v % ((uint64_t)1 << shift) == 0) {
+            put(w, "%s=%" PRIu64 "%c\n", name, v >> shift, units[i]);
+            return;
+        }
+    }
+    put(w, "%s=%" PRIu64 "\n", name, v);
+}
+
+static void put_double(writer *w, const char *name, double v)
+{
+    char text[64];
+    cfg_format_double(v, text, sizeof text);
+    put(w, "%s=%s\n", name, text);
+}
+
+static void put_int_or_auto(writer *w, const char *name, int v)
+{
+    if (v == GC_AUTO) put(w, "%s=auto\n", name);
+    else put(w, "%s=%d\n", name, v);
+}
+
+size_t gcmpi_config_describe(const gcmpi_config *cfg, char *buf, size_t len)
+{
+    static const char *const algos[] = {"auto", "allgather", "rsag", "native"};
+    static const char *const adapts[] = {"none", "gct", "edgc", "variance"};
+    writer w = {buf, buf ? len : 0, 0};
+    if (w.len) buf[0] = '\0';
+    const gc_params *p = &cfg->params;
+    const char *const *n = gcmpi_config_names;
+
+    put(&w, "%s=%d\n", n[CFG_DISABLE], cfg->disable);
+    put(&w, "%s=%s\n", n[CFG_CODEC], gc_codec_name(cfg->codec));
+    put_double(&w, n[CFG_RATIO], p->ratio);
+    put(&w, "%s=%u\n", n[CFG_BITS], p->bits);
+    put_size(&w, n[CFG_BUCKET], p->bucket);
+    put(&w, "%s=%u\n", n[CFG_RANK], p->rank);
+    put_int_or_auto(&w, n[CFG_EG_N], p->eg_n);
+    put_int_or_auto(&w, n[CFG_EG_K], p->eg_k);
+    put_double(&w, n[CFG_DGC_SAMPLE], p->dgc_sample);
+    put_double(&w, n[CFG_DGC_TOLERANCE], p->dgc_tolerance);
+    put(&w, "%s=%s\n", n[CFG_QSGD_CODING], (p->flags & GC_PF_QSGD_ELIAS) ? "elias" : "fixed");
+    put(&w, "%s=%d\n", n[CFG_RANDK_UNBIASED], (p->flags & GC_PF_RANDK_UNBIASED) ? 1 : 0);
+    put(&w, "%s=%d\n", n[CFG_CRC], (p->flags & GC_PF_CRC) ? 1 : 0);
+    if (p->zstd_level > 0) put(&w, "%s=zstd:%d\n", n[CFG_LOSSLESS], p->zstd_level);
+    else put(&w, "%s=off\n", n[CFG_LOSSLESS]);
+    put(&w, "%s=%d\n", n[CFG_EF], cfg->ef);
+    put_double(&w, n[CFG_EF_MOMENTUM], cfg->ef_momentum);
+    put_size(&w, n[CFG_EF_MAX_BYTES], cfg->ef_max_bytes);
+    put_size(&w, n[CFG_MIN_BYTES], cfg->min_bytes);
+    put(&w, "%s=%s\n", n[CFG_ALGO], (unsigned)cfg->algo < 4 ? algos[cfg->algo] : "?");
+    put(&w, "%s=%" PRIu64 "\n", n[CFG_SEED], cfg->seed);
+    if (cfg->comm == GCMPI_COMM_WORLD_ONLY) put(&w, "%s=world\n", n[CFG_COMM]);
+    else if (cfg->comm == GCMPI_COMM_ALL) put(&w, "%s=all\n", n[CFG_COMM]);
+    else {
+        put(&w, "%s=", n[CFG_COMM]);
+        for (int i = 0; i < cfg->n_comm_names; i++) put(&w, "%s%s", i ? "," : "", cfg->comm_names[i]);
+        put(&w, "\n");
+    }
+    if (!cfg->stats_stderr && !cfg->stats_json[0]) put(&w, "%s=off\n", n[CFG_STATS]);
+    else put(&w, "%s=%s%s%s\n", n[CFG_STATS], cfg->stats_stderr ? "stderr" : "",
+             cfg->stats_stderr && cfg->stats_json[0] ? "," : "", cfg->stats_json);
+    put(&w, "%s=%d\n", n[CFG_VERIFY], cfg->verify);
+    put(&w, "%s=%d\n", n[CFG_VERBOSE], cfg->verbose);
+    put(&w, "%s=%s\n", n[CFG_ADAPT], (unsigned)cfg->adapt < 4 ? adapts[cfg->adapt] : "?");
+    put(&w, "%s=%s\n", n[CFG_CONFIG], cfg->source);
+    return w.total;
+}

@@ -1,0 +1,111 @@
+/* gcmpi_config.h — the GCMPI_* configuration: read once at MPI_Init into one
+ * immutable value. No MPI calls here; pmpi/ prints the messages and stops. */
+#ifndef GCMPI_CONFIG_H
+#define GCMPI_CONFIG_H
+
+#include "gcmpi_codec.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum gcmpi_algo {
+    GCMPI_ALGO_AUTO = 0,
+    GCMPI_ALGO_ALLGATHER,
+    GCMPI_ALGO_RSAG,
+    GCMPI_ALGO_NATIVE,
+} gcmpi_algo;
+
+typedef enum gcmpi_comm_select {
+    GCMPI_COMM_WORLD_ONLY = 0, /* GCMPI_COMM=world (default): communicators congruent
+                                  to MPI_COMM_WORLD (its dups: Horovod, mpi4py, torch) */
+    GCMPI_COMM_ALL,            /* every intracommunicator of size >= 2 */
+    GCMPI_COMM_NAMES,          /* only communicators whose MPI_Comm_set_name is listed */
+} gcmpi_comm_select;
+
+typedef enum gcmpi_adapt {
+    GCMPI_ADAPT_NONE = 0,
+    GCMPI_ADAPT_GCT,
+    GCMPI_ADAPT_EDGC,
+    GCMPI_ADAPT_VARIANCE,
+} gcmpi_adapt;
+
+#define GCMPI_MAX_COMM_NAMES 16
+#define GCMPI_COMM_NAME_LEN 128
+#define GCMPI_PATH_LEN 1024
+
+typedef struct gcmpi_config {
+    int disable;                      /* GCMPI_DISABLE: pass everything through */
+    const gc_codec *codec;            /* GCMPI_CODEC (default none: nothing is
+                                         compressed until it is set) */
+    gc_params params;                 /* GCMPI_RATIO, GCMPI_BITS, GCMPI_BUCKET,
+                                         GCMPI_RANK, GCMPI_LOSSLESS, GCMPI_CRC */
+    int ef;                           /* GCMPI_EF: error feedback on (1) / off (0) */
+    double ef_momentum;               /* GCMPI_EF_MOMENTUM: DGC momentum correction, 0 = off */
+    uint64_t ef_max_bytes;            /* GCMPI_EF_MAX_BYTES: residual memory bound per process */
+    uint64_t min_bytes;               /* GCMPI_MIN_BYTES: smaller messages pass through */
+    gcmpi_algo algo;                  /* GCMPI_ALGO */
+    uint64_t seed;                    /* GCMPI_SEED */
+    gcmpi_comm_select comm;           /* GCMPI_COMM */
+    int n_comm_names;
+    char comm_names[GCMPI_MAX_COMM_NAMES][GCMPI_COMM_NAME_LEN];
+    int stats_stderr;                 /* GCMPI_STATS includes "stderr" */
+    char stats_json[GCMPI_PATH_LEN];  /* GCMPI_STATS JSON path, "" = none */
+    int verify;                       /* GCMPI_VERIFY */
+    int verbose;                      /* GCMPI_VERBOSE: 0..3 */
+    gcmpi_adapt adapt;                /* GCMPI_ADAPT (issue 8) */
+    char source[GCMPI_PATH_LEN];      /* GCMPI_CONFIG file read, "" = none */
+} gcmpi_config;
+
+/* Result of reading the configuration. */
+typedef struct gcmpi_config_result {
+    int ok;                  /* 0: stop the job; error holds why */
+    char error[1024];        /* "libgcmpi: GCMPI_RATIO=1.5 is out of range; expected a number in (0, 1]" */
+    int n_warnings;
+    char warnings[8][512];   /* "libgcmpi: unknown variable GCMPI_RATO=0.1 ignored;
+                                did you mean GCMPI_RATIO?" */
+} gcmpi_config_result;
+
+/* Read the configuration from an environment (envp-style NULL-terminated
+ * array; NULL means the process environ) and an optional GCMPI_CONFIG file
+ * (KEY=VALUE lines, '#' comments; environment values win). */
+void gcmpi_config_load(gcmpi_config *cfg, gcmpi_config_result *res, char *const *envp);
+/* On failure (res->ok == 0) *cfg holds the defaults; res->error names the
+ * first bad setting in table order, prefixed with "FILE:LINE: " when the
+ * value came from the GCMPI_CONFIG file. Warnings (unknown names, a name set
+ * twice in the file) do not stop the job; more than 8 are summarised in the
+ * last slot. */
+
+/* Defaults (what an empty environment gives). */
+void gcmpi_config_defaults(gcmpi_config *cfg);
+
+/* 64-bit hash of everything that must agree across ranks (payload format
+ * version, codec id, params, ef, ef_momentum, min_bytes, algo, seed, comm
+ * selection, verify, adapt, disable); excludes per-rank things: stats,
+ * verbosity, ef_max_bytes and the file the values came from. */
+uint64_t gcmpi_config_hash(const gcmpi_config *cfg);
+
+/* One line per setting, "GCMPI_CODEC=topk ..." for the report header.
+ * Returns the length written (snprintf semantics). */
+size_t gcmpi_config_describe(const gcmpi_config *cfg, char *buf, size_t len);
+
+/* The table of known variable names (NULL-terminated), for README and for
+ * the typo warning. */
+extern const char *const gcmpi_config_names[];
+
+/* The same variables documented, in the same order, ending with name NULL:
+ * the source of the README table. default_value is what
+ * gcmpi_config_describe prints for gcmpi_config_defaults. */
+typedef struct gcmpi_config_doc {
+    const char *name;
+    const char *type;
+    const char *default_value;
+    const char *range;
+    const char *meaning;
+} gcmpi_config_doc;
+extern const gcmpi_config_doc gcmpi_config_docs[];
+
+/* 1 if pmpi/ has a native path for codec c (MPI sums its compressed form:
+ * none, randk, int8, powersgd), i.e. GCMPI_ALGO=native is accepted with it. */
+int gcmpi_codec_has_native_path(const gc_codec *c);
+
+#endif /* GCMPI_CONFIG_H */
