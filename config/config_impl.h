@@ -43,8 +43,9 @@
       "write and check a CRC32C of every payload")                                             \
     X(LOSSLESS, "GCMPI_LOSSLESS", "keyword", "off", "off, zstd (level 3), zstd:LEVEL (1..19)",  \
       "lossless zstd stage after the codec")                                                   \
-    X(EF, "GCMPI_EF", "bool", "1", "0/1, true/false, yes/no, on/off",                          \
-      "error feedback: add what compression dropped to the next call on the same buffer")     \
+    X(EF, "GCMPI_EF", "bool or auto", "auto", "auto, 0/1, true/false, yes/no, on/off",          \
+      "error feedback: add what compression dropped to the next call on the same buffer; "    \
+      "auto = on, except for qsgd, terngrad and unbiased randk (not contractive)")            \
     X(EF_MOMENTUM, "GCMPI_EF_MOMENTUM", "number", "0", "[0, 1)",                               \
       "DGC momentum correction (topk, randk, dgc only); 0 = plain error feedback")             \
     X(EF_MAX_BYTES, "GCMPI_EF_MAX_BYTES", "size", "1G", ">= 1 while GCMPI_EF=1",               \

@@ -149,7 +149,10 @@ size_t gcmpi_config_describe(const gcmpi_config *cfg, char *buf, size_t len)
     put(&w, "%s=%d\n", n[CFG_CRC], (p->flags & GC_PF_CRC) ? 1 : 0);
     if (p->zstd_level > 0) put(&w, "%s=zstd:%d\n", n[CFG_LOSSLESS], p->zstd_level);
     else put(&w, "%s=off\n", n[CFG_LOSSLESS]);
-    put(&w, "%s=%d\n", n[CFG_EF], cfg->ef);
+    if (cfg->ef_auto)
+        put(&w, "%s=auto\n", n[CFG_EF]);
+    else
+        put(&w, "%s=%d\n", n[CFG_EF], cfg->ef);
     put_double(&w, n[CFG_EF_MOMENTUM], cfg->ef_momentum);
     put_size(&w, n[CFG_EF_MAX_BYTES], cfg->ef_max_bytes);
     put_size(&w, n[CFG_MIN_BYTES], cfg->min_bytes);

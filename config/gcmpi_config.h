@@ -39,7 +39,9 @@ typedef struct gcmpi_config {
                                          compressed until it is set) */
     gc_params params;                 /* GCMPI_RATIO, GCMPI_BITS, GCMPI_BUCKET,
                                          GCMPI_RANK, GCMPI_LOSSLESS, GCMPI_CRC */
-    int ef;                           /* GCMPI_EF: error feedback on (1) / off (0) */
+    int ef;                           /* GCMPI_EF: error feedback on (1) / off (0);
+                                         auto is resolved at load (gcmpi_ef_auto) */
+    int ef_auto;                      /* GCMPI_EF was auto: describe says so */
     double ef_momentum;               /* GCMPI_EF_MOMENTUM: DGC momentum correction, 0 = off */
     uint64_t ef_max_bytes;            /* GCMPI_EF_MAX_BYTES: residual memory bound per process */
     uint64_t min_bytes;               /* GCMPI_MIN_BYTES: smaller messages pass through */
@@ -87,6 +89,10 @@ uint64_t gcmpi_config_hash(const gcmpi_config *cfg);
 /* One line per setting, "GCMPI_CODEC=topk ..." for the report header.
  * Returns the length written (snprintf semantics). */
 size_t gcmpi_config_describe(const gcmpi_config *cfg, char *buf, size_t len);
+
+/* What GCMPI_EF=auto means for a codec: 0 for compressors that are not
+ * contractive (qsgd, terngrad, randk scaled by n/k), 1 otherwise. */
+int gcmpi_ef_auto(const gc_codec *codec, const gc_params *p);
 
 /* The table of known variable names (NULL-terminated), for README and for
  * the typo warning. */

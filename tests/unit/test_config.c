@@ -421,7 +421,7 @@ Test(errors, keywords_and_booleans)
     load_fails_with(ENV("GCMPI_DISABLE=maybe"),
                     "libgcmpi: GCMPI_DISABLE=maybe is not a boolean; expected 0, 1, true, false, yes, no, on or off");
     load_fails_with(ENV("GCMPI_EF="),
-                    "libgcmpi: GCMPI_EF= is empty; expected 0, 1, true, false, yes, no, on or off");
+                    "libgcmpi: GCMPI_EF= is empty; expected auto or 0, 1, true, false, yes, no, on or off");
     load_fails_with(ENV("GCMPI_ALGO=ring"),
                     "libgcmpi: GCMPI_ALGO=ring is not an algorithm; expected auto, allgather, rsag or native");
     load_fails_with(ENV("GCMPI_QSGD_CODING=huffman"),
@@ -913,4 +913,35 @@ Test(threads, concurrent_loads_do_not_interfere)
         pthread_join(t[i], &wrong);
         cr_assert_null(wrong, "thread %d saw %zu wrong loads", i, (size_t)(uintptr_t)wrong);
     }
+}
+
+Test(ef, auto_is_off_for_codecs_that_are_not_contractive)
+{
+    char *qsgd[] = {"GCMPI_CODEC=qsgd", NULL};
+    load_ok(qsgd);
+    cr_assert_eq(cfg.ef, 0);
+    char *tern[] = {"GCMPI_CODEC=terngrad", "GCMPI_EF=auto", NULL};
+    load_ok(tern);
+    cr_assert_eq(cfg.ef, 0);
+    char *unbiased[] = {"GCMPI_CODEC=randk", "GCMPI_RANDK_UNBIASED=1", NULL};
+    load_ok(unbiased);
+    cr_assert_eq(cfg.ef, 0);
+}
+
+Test(ef, auto_is_on_for_contractive_codecs_and_explicit_values_win)
+{
+    const char *on[] = {"topk", "dgc", "sign", "onebit", "int8", "randk", "eg", "powersgd"};
+    for (size_t i = 0; i < sizeof on / sizeof on[0]; i++) {
+        char codec[64];
+        snprintf(codec, sizeof codec, "GCMPI_CODEC=%s", on[i]);
+        char *env[] = {codec, NULL};
+        load_ok(env);
+        cr_assert_eq(cfg.ef, 1, "%s", on[i]);
+    }
+    char *forced[] = {"GCMPI_CODEC=qsgd", "GCMPI_EF=1", NULL};
+    load_ok(forced);
+    cr_assert_eq(cfg.ef, 1);
+    char *off[] = {"GCMPI_CODEC=topk", "GCMPI_EF=0", NULL};
+    load_ok(off);
+    cr_assert_eq(cfg.ef, 0);
 }
