@@ -1,0 +1,80 @@
+/* coll.h — the compressed collective algorithms (DESIGN.md "Compressed
+ * collectives"). The shim (shim.c) decides eligibility, finds the
+ * per-communicator state and the error-feedback slot, and calls these.
+ * Every function here is collective over ctx->comm (the shim's private
+ * duplicate of the user's communicator) and only calls PMPI_*. All ranks
+ * finish with bit-identical results. */
+#ifndef GCMPI_COLL_H
+#define GCMPI_COLL_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gcmpi_codec.h"
+#include "gcmpi_config.h"
+
+/* Scratch buffers owned by one communicator's state, grown and reused so
+ * the steady state allocates nothing. */
+typedef struct gcmpi_scratch {
+    void  *buf[8];
+    size_t cap[8];
+} gcmpi_scratch;
+
+/* Slots 0..5 belong to the collective algorithms (coll_impl.h names
+ * them), slots from GCMPI_SCRATCH_SHIM_FIRST on to the shim. */
+#define GCMPI_SCRATCH_SHIM_FIRST 6
+
+/* Returns a buffer of >= bytes in slot (0..7), or NULL (out of memory).
+ * The contents are not kept when the buffer grows. */
+void *gcmpi_scratch_get(gcmpi_scratch *s, unsigned slot, size_t bytes);
+void  gcmpi_scratch_free(gcmpi_scratch *s);
+
+/* What one compressed call measured; the shim adds it to the statistics. */
+typedef struct gcmpi_call_stats {
+    uint64_t bytes_offered;   /* count * sizeof(float) */
+    uint64_t bytes_sent;      /* bytes this rank handed to PMPI_* (payloads, sizes) */
+    double   encode_s, decode_s, comm_s;
+    double   eg_code_bits, eg_fl_bits; /* eg: summed bits (for per-element averages) */
+    uint64_t eg_elements;
+} gcmpi_call_stats;
+
+/* Error-feedback slot of one (buffer, count) key, from the shim's store.
+ * Pointers are NULL when error feedback is off. All start zeroed. */
+typedef struct gcmpi_ef_slot {
+    float *residual;   /* count floats: this rank's residual            */
+    float *server;     /* rsag: server residual of this rank's chunk     */
+    float *state;      /* codec state: powersgd's Q (warm start), DGC
+                          momentum u                                     */
+    int fresh;         /* 1 on the first call with this key              */
+} gcmpi_ef_slot;
+
+/* Sizes (in floats) of the server and state parts of a slot for a call. */
+void gcmpi_coll_slot_sizes(const gcmpi_config *cfg, gcmpi_algo algo, size_t count,
+                           int comm_size, size_t *server_floats, size_t *state_floats);
+
+typedef struct gcmpi_coll_ctx {
+    MPI_Comm comm;             /* private duplicate: never the user's comm */
+    int rank, size;
+    const gcmpi_config *cfg;
+    uint64_t call_seed;        /* identical on all ranks for this call     */
+    gc_workspace *ws;          /* this communicator's codec workspace      */
+    gcmpi_scratch *scratch;    /* this communicator's buffers              */
+    gcmpi_call_stats *stats;   /* filled by the algorithm                  */
+} gcmpi_coll_ctx;
+
+/* The algorithm auto picks (or cfg->algo when forced) for this call.
+ * A pure function of arguments all ranks share. */
+gcmpi_algo gcmpi_coll_choose(const gcmpi_config *cfg, size_t count, int comm_size);
+
+/* out[0..count) = sum over ranks of in[0..count), compressed with
+ * cfg->codec. in may equal out (MPI_IN_PLACE resolved by the shim).
+ * Returns MPI_SUCCESS or an MPI error code. */
+int gcmpi_allreduce_compressed(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in,
+                               float *out, size_t count, gcmpi_ef_slot *ef);
+
+/* out[r*count .. (r+1)*count) = block of rank r, each block compressed. */
+int gcmpi_allgather_compressed(gcmpi_coll_ctx *ctx, const float *block, float *out,
+                               size_t count, gcmpi_ef_slot *ef);
+
+#endif

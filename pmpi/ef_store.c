@@ -1,0 +1,261 @@
+/* ef_store.c — residual memory: a hash table per communicator, one LRU list
+ * and one byte count per process, all under one mutex. The lock is taken
+ * twice per compressed call (acquire, release), never on a pass-through. */
+#include "ef_store.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct gcmpi_ef_entry {
+    gcmpi_ef_key key;
+    gcmpi_ef_store *owner;
+    gcmpi_ef_entry *chain;          /* next in the owner's hash bucket    */
+    gcmpi_ef_entry *older, *newer;  /* process-wide LRU list              */
+    size_t bytes;                   /* charged against the bound          */
+    size_t residual_floats, server_floats, state_floats;
+    int pinned;                     /* in use by a call: not evictable    */
+    float data[];                   /* residual, then server, then state  */
+};
+
+struct gcmpi_ef_store {
+    gcmpi_ef_entry **buckets;
+    size_t n_buckets;               /* power of two                       */
+    size_t n_entries;
+    gcmpi_ef_counts counts[GCMPI_KIND_COUNT];
+};
+
+/* Static initialisation: nothing runs before MPI_Init. */
+static pthread_mutex_t ef_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t ef_limit;
+static uint64_t ef_used;
+static gcmpi_ef_entry *lru_oldest, *lru_newest;
+
+void gcmpi_ef_set_limit(uint64_t max_bytes)
+{
+    pthread_mutex_lock(&ef_lock);
+    ef_limit = max_bytes;
+    pthread_mutex_unlock(&ef_lock);
+}
+
+uint64_t gcmpi_ef_bytes_in_use(void)
+{
+    pthread_mutex_lock(&ef_lock);
+    uint64_t used = ef_used;
+    pthread_mutex_unlock(&ef_lock);
+    return used;
+}
+
+static uint64_t mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static size_t key_hash(const gcmpi_ef_key *k)
+{
+    uint64_t h = mix64((uint64_t)(uintptr_t)k->sendbuf + 0x9E3779B97F4A7C15ull);
+    h = mix64(h ^ (uint64_t)(uintptr_t)k->recvbuf);
+    h = mix64(h ^ k->count ^ ((uint64_t)k->kind << 56));
+    return (size_t)h;
+}
+
+static int key_equal(const gcmpi_ef_key *a, const gcmpi_ef_key *b)
+{
+    return a->sendbuf == b->sendbuf && a->recvbuf == b->recvbuf && a->count == b->count &&
+           a->kind == b->kind;
+}
+
+gcmpi_ef_store *gcmpi_ef_store_create(void)
+{
+    gcmpi_ef_store *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->n_buckets = 16;
+    s->buckets = calloc(s->n_buckets, sizeof *s->buckets);
+    if (!s->buckets) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* ---- LRU list (caller holds ef_lock) ---- */
+
+static void lru_unlink(gcmpi_ef_entry *e)
+{
+    if (e->older) e->older->newer = e->newer; else lru_oldest = e->newer;
+    if (e->newer) e->newer->older = e->older; else lru_newest = e->older;
+    e->older = e->newer = NULL;
+}
+
+static void lru_push_newest(gcmpi_ef_entry *e)
+{
+    e->older = lru_newest;
+    e->newer = NULL;
+    if (lru_newest) lru_newest->newer = e; else lru_oldest = e;
+    lru_newest = e;
+}
+
+/* ---- hash table (caller holds ef_lock) ---- */
+
+static gcmpi_ef_entry **bucket_of(gcmpi_ef_store *s, const gcmpi_ef_key *k)
+{
+    return &s->buckets[key_hash(k) & (s->n_buckets - 1)];
+}
+
+static void table_remove(gcmpi_ef_entry *e)
+{
+    gcmpi_ef_store *s = e->owner;
+    for (gcmpi_ef_entry **p = bucket_of(s, &e->key); *p; p = &(*p)->chain) {
+        if (*p == e) {
+            *p = e->chain;
+            s->n_entries--;
+            return;
+        }
+    }
+}
+
+/* Keeps the load factor at most 1; a failed growth keeps the old table. */
+static void table_grow(gcmpi_ef_store *s)
+{
+    size_t n = s->n_buckets * 2;
+    gcmpi_ef_entry **b = calloc(n, sizeof *b);
+    if (!b) return;
+    for (size_t i = 0; i < s->n_buckets; i++) {
+        gcmpi_ef_entry *e = s->buckets[i];
+        while (e) {
+            gcmpi_ef_entry *next = e->chain;
+            size_t j = key_hash(&e->key) & (n - 1);
+            e->chain = b[j];
+            b[j] = e;
+            e = next;
+        }
+    }
+    free(s->buckets);
+    s->buckets = b;
+    s->n_buckets = n;
+}
+
+static void entry_drop(gcmpi_ef_entry *e)
+{
+    table_remove(e);
+    lru_unlink(e);
+    ef_used -= e->bytes;
+    free(e);
+}
+
+/* Evicts the least recently used entry no call is using; 0 if none. */
+static int evict_one(void)
+{
+    for (gcmpi_ef_entry *e = lru_oldest; e; e = e->newer) {
+        if (e->pinned) continue;
+        e->owner->counts[e->key.kind].evicted++;
+        entry_drop(e);
+        return 1;
+    }
+    return 0;
+}
+
+static void slot_fill(gcmpi_ef_slot *slot, gcmpi_ef_entry *e, int fresh)
+{
+    slot->residual = e->data;
+    slot->server = e->server_floats ? e->data + e->residual_floats : NULL;
+    slot->state = e->state_floats ? e->data + e->residual_floats + e->server_floats : NULL;
+    slot->fresh = fresh;
+}
+
+gcmpi_ef_entry *gcmpi_ef_acquire(gcmpi_ef_store *s, const gcmpi_ef_key *key,
+                                 size_t residual_floats, size_t server_floats,
+                                 size_t state_floats, gcmpi_ef_slot *slot)
+{
+    memset(slot, 0, sizeof *slot);
+    slot->fresh = 1;
+    pthread_mutex_lock(&ef_lock);
+    gcmpi_ef_counts *counts = &s->counts[key->kind];
+
+    gcmpi_ef_entry *e = *bucket_of(s, key);
+    while (e && !key_equal(&e->key, key)) e = e->chain;
+    if (e && e->residual_floats == residual_floats && e->server_floats == server_floats &&
+        e->state_floats == state_floats) {
+        counts->reused++;
+        lru_unlink(e);
+        lru_push_newest(e);
+        e->pinned = 1;
+        slot_fill(slot, e, 0);
+        pthread_mutex_unlock(&ef_lock);
+        return e;
+    }
+    if (e) entry_drop(e); /* same key, other shape: cannot be continued */
+    counts->missed++;
+
+    size_t floats = residual_floats + server_floats + state_floats;
+    uint64_t bytes = sizeof(gcmpi_ef_entry) + (uint64_t)floats * sizeof(float);
+    if (floats > (SIZE_MAX - sizeof(gcmpi_ef_entry)) / sizeof(float) || bytes > ef_limit) {
+        pthread_mutex_unlock(&ef_lock);
+        return NULL;
+    }
+    while (ef_used + bytes > ef_limit && evict_one()) {}
+    if (ef_used + bytes > ef_limit) {
+        pthread_mutex_unlock(&ef_lock);
+        return NULL;
+    }
+    e = calloc(1, (size_t)bytes);
+    if (!e) {
+        pthread_mutex_unlock(&ef_lock);
+        return NULL;
+    }
+    e->key = *key;
+    e->owner = s;
+    e->bytes = (size_t)bytes;
+    e->residual_floats = residual_floats;
+    e->server_floats = server_floats;
+    e->state_floats = state_floats;
+    e->pinned = 1;
+    if (s->n_entries >= s->n_buckets) table_grow(s);
+    gcmpi_ef_entry **b = bucket_of(s, key);
+    e->chain = *b;
+    *b = e;
+    s->n_entries++;
+    lru_push_newest(e);
+    ef_used += bytes;
+    counts->created++;
+    slot_fill(slot, e, 1);
+    pthread_mutex_unlock(&ef_lock);
+    return e;
+}
+
+void gcmpi_ef_release(gcmpi_ef_entry *e)
+{
+    if (!e) return;
+    pthread_mutex_lock(&ef_lock);
+    e->pinned = 0;
+    pthread_mutex_unlock(&ef_lock);
+}
+
+gcmpi_ef_counts gcmpi_ef_store_counts(const gcmpi_ef_store *s, gcmpi_kind kind)
+{
+    pthread_mutex_lock(&ef_lock);
+    gcmpi_ef_counts c = s->counts[kind];
+    pthread_mutex_unlock(&ef_lock);
+    return c;
+}
+
+void gcmpi_ef_store_free(gcmpi_ef_store *s)
+{
+    if (!s) return;
+    pthread_mutex_lock(&ef_lock);
+    for (size_t i = 0; i < s->n_buckets; i++) {
+        gcmpi_ef_entry *e = s->buckets[i];
+        while (e) {
+            gcmpi_ef_entry *next = e->chain;
+            lru_unlink(e);
+            ef_used -= e->bytes;
+            free(e);
+            e = next;
+        }
+    }
+    pthread_mutex_unlock(&ef_lock);
+    free(s->buckets);
+    free(s);
+}

@@ -1,0 +1,65 @@
+/* ef_store.h — error-feedback residuals of one communicator (DESIGN.md
+ * "Error feedback"), keyed by the buffers and layout of the call, under one
+ * per-process memory bound (GCMPI_EF_MAX_BYTES) shared by all communicators
+ * with least-recently-used eviction. Thread-safe: one process-wide mutex
+ * guards every store, the byte count and the LRU list. */
+#ifndef GCMPI_EF_STORE_H
+#define GCMPI_EF_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "coll.h"
+
+/* The intercepted collectives; statistics and residuals are kept per kind. */
+typedef enum gcmpi_kind {
+    GCMPI_KIND_ALLREDUCE = 0,
+    GCMPI_KIND_ALLGATHER,
+    GCMPI_KIND_COUNT
+} gcmpi_kind;
+
+/* "The same gradient bucket as last time": a framework that reuses one
+ * fusion buffer for several groups of tensors calls with the same address
+ * and different counts, so the count and the layout are part of the key. */
+typedef struct gcmpi_ef_key {
+    const void *sendbuf;   /* NULL for MPI_IN_PLACE */
+    const void *recvbuf;
+    uint64_t count;        /* allreduce: elements; allgather: one block */
+    gcmpi_kind kind;
+} gcmpi_ef_key;
+
+typedef struct gcmpi_ef_counts {
+    uint64_t created;  /* residuals allocated for a new key                    */
+    uint64_t reused;   /* calls that found the residual of an earlier call     */
+    uint64_t evicted;  /* residuals dropped to stay under GCMPI_EF_MAX_BYTES   */
+    uint64_t missed;   /* calls that found none (new key, or no room)          */
+} gcmpi_ef_counts;
+
+typedef struct gcmpi_ef_store gcmpi_ef_store;
+typedef struct gcmpi_ef_entry gcmpi_ef_entry;
+
+/* The per-process bound, set at MPI_Init before any store exists. */
+void gcmpi_ef_set_limit(uint64_t max_bytes);
+
+/* NULL when out of memory. */
+gcmpi_ef_store *gcmpi_ef_store_create(void);
+/* Frees every residual of the store and returns its bytes to the bound. */
+void gcmpi_ef_store_free(gcmpi_ef_store *store);
+
+/* The slot for key, zeroed if new, pinned (never evicted) until
+ * gcmpi_ef_release. Sizes are in floats. Allocates only for a new key.
+ * Returns NULL, with slot pointers NULL and slot->fresh = 1, when the entry
+ * does not fit under the bound or memory runs out: the call then runs
+ * without error feedback. */
+gcmpi_ef_entry *gcmpi_ef_acquire(gcmpi_ef_store *store, const gcmpi_ef_key *key,
+                                 size_t residual_floats, size_t server_floats,
+                                 size_t state_floats, gcmpi_ef_slot *slot);
+void gcmpi_ef_release(gcmpi_ef_entry *entry);
+
+/* Counters of the store for one kind (evictions of its entries included). */
+gcmpi_ef_counts gcmpi_ef_store_counts(const gcmpi_ef_store *store, gcmpi_kind kind);
+
+/* Bytes held by all stores of the process. */
+uint64_t gcmpi_ef_bytes_in_use(void);
+
+#endif /* GCMPI_EF_STORE_H */

@@ -1,0 +1,60 @@
+/* eligible.h — which intercepted calls are compressed (DESIGN.md
+ * "Eligibility"). Pure functions of the configuration and of what every rank
+ * of the communicator shares, so all ranks take the same decision. */
+#ifndef GCMPI_ELIGIBLE_H
+#define GCMPI_ELIGIBLE_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+#include "gcmpi_config.h"
+
+/* GCMPI_ELIGIBLE, or the first reason a call is handed to PMPI_* untouched. */
+typedef enum gcmpi_skip {
+    GCMPI_ELIGIBLE = 0,
+    GCMPI_SKIP_DISABLED,   /* GCMPI_DISABLE=1                                  */
+    GCMPI_SKIP_NO_CODEC,   /* codec none, no zstd stage, GCMPI_ALGO=auto       */
+    GCMPI_SKIP_DATATYPE,   /* not MPI_FLOAT or a 4-byte MPI_REAL (derived float
+                              types included)                                   */
+    GCMPI_SKIP_OP,         /* not MPI_SUM                                      */
+    GCMPI_SKIP_COUNT,      /* negative count: PMPI_* reports the error         */
+    GCMPI_SKIP_SMALL,      /* fewer bytes than GCMPI_MIN_BYTES                 */
+    GCMPI_SKIP_COMM,       /* intercommunicator, size < 2, or not selected by
+                              GCMPI_COMM                                        */
+} gcmpi_skip;
+
+/* What the shim learns once about a communicator (local queries only). */
+typedef struct gcmpi_comm_facts {
+    int inter;            /* PMPI_Comm_test_inter                              */
+    int size;             /* PMPI_Comm_size (local group for intercomms)      */
+    int world_relation;   /* PMPI_Comm_compare with MPI_COMM_WORLD:
+                             MPI_IDENT, MPI_CONGRUENT, MPI_SIMILAR, MPI_UNEQUAL */
+    const char *name;     /* PMPI_Comm_get_name, "" when unnamed               */
+} gcmpi_comm_facts;
+
+/* Fortran's MPI_REAL is compressed like MPI_FLOAT when it is 4 bytes
+ * (MPICH's Fortran bindings reach the C entry points with it). The shim
+ * tells at MPI_Init; until then only MPI_FLOAT counts. */
+void gcmpi_eligible_accept_as_float(MPI_Datatype datatype);
+
+/* Whether the configuration compresses anything at all. */
+int gcmpi_compression_on(const gcmpi_config *cfg);
+
+/* MPI_Allreduce(_c), from the call's own arguments. */
+gcmpi_skip gcmpi_eligible_allreduce(const gcmpi_config *cfg, MPI_Datatype datatype,
+                                    MPI_Op op, int64_t count);
+
+/* MPI_Allgather(_c): float blocks of one type and count on both sides, or
+ * MPI_IN_PLACE (send count and type are then ignored, as MPI says). The
+ * size rule applies to one rank's block. */
+gcmpi_skip gcmpi_eligible_allgather(const gcmpi_config *cfg, const void *sendbuf,
+                                    int64_t sendcount, MPI_Datatype sendtype,
+                                    int64_t recvcount, MPI_Datatype recvtype);
+
+/* The communicator part, decided once per communicator and cached. */
+gcmpi_skip gcmpi_eligible_comm(const gcmpi_config *cfg, const gcmpi_comm_facts *facts);
+
+/* "datatype is not MPI_FLOAT", for verbose output. */
+const char *gcmpi_skip_reason(gcmpi_skip skip);
+
+#endif /* GCMPI_ELIGIBLE_H */

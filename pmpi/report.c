@@ -1,0 +1,331 @@
+/* report.c — rank 0 gathers every rank's statistics table at MPI_Finalize,
+ * merges rows of the same communicator, collective and codec, and writes a
+ * table to stderr and/or JSON. The header echoes the library version, the
+ * build and the effective configuration so a report explains itself. */
+#include "report.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "stats.h"
+
+#ifndef GCMPI_VERSION
+#define GCMPI_VERSION GC_VERSION_STRING
+#endif
+#ifndef GCMPI_BUILD_INFO
+#define GCMPI_BUILD_INFO ""
+#endif
+
+#define WARNING_LEN 768
+
+/* Rows of the same communicator label, size, collective and codec from
+ * different ranks become one; ranks counts how many were merged. */
+static size_t merge_rows(gcmpi_stats_row *out, const gcmpi_stats_row *in, size_t n)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t j = 0;
+        while (j < m && !(out[j].comm_size == in[i].comm_size && out[j].kind == in[i].kind &&
+                          strncmp(out[j].comm, in[i].comm, sizeof out[j].comm) == 0 &&
+                          strncmp(out[j].codec, in[i].codec, sizeof out[j].codec) == 0))
+            j++;
+        if (j == m) {
+            out[m] = in[i];
+            out[m].comm[sizeof out[m].comm - 1] = '\0';
+            out[m].codec[sizeof out[m].codec - 1] = '\0';
+            out[m].ranks = 1;
+            m++;
+        } else {
+            gcmpi_stats_merge(&out[j].s, &in[i].s);
+            out[j].ranks++;
+        }
+    }
+    return m;
+}
+
+/* Each rank of a communicator counts every collective call: divide. */
+static uint64_t collective_calls(const gcmpi_stats_row *r, uint64_t rank_calls)
+{
+    return r->comm_size > 0 ? rank_calls / (uint64_t)r->comm_size : rank_calls;
+}
+
+static double per_rank(const gcmpi_stats_row *r, double sum)
+{
+    return r->ranks > 0 ? sum / r->ranks : sum;
+}
+
+static double ratio_of(const gcmpi_stats *s)
+{
+    return s->bytes_sent ? (double)s->bytes_offered / (double)s->bytes_sent : 0.0;
+}
+
+/* MPI_COMM_WORLD first, then by label, size and collective. */
+static int row_order(const void *a, const void *b)
+{
+    const gcmpi_stats_row *x = a, *y = b;
+    int xw = strcmp(x->comm, "MPI_COMM_WORLD") != 0, yw = strcmp(y->comm, "MPI_COMM_WORLD") != 0;
+    if (xw != yw) return xw - yw;
+    int c = strcmp(x->comm, y->comm);
+    if (c) return c;
+    if (x->comm_size != y->comm_size) return x->comm_size < y->comm_size ? -1 : 1;
+    if (x->kind != y->kind) return x->kind < y->kind ? -1 : 1;
+    return strcmp(x->codec, y->codec);
+}
+
+static size_t collect_warnings(const gcmpi_config *cfg, const gcmpi_stats_row *rows, size_t n,
+                               char (*w)[WARNING_LEN])
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const gcmpi_stats_row *r = &rows[i];
+        const gcmpi_stats *s = &r->s;
+        const char *kind = gcmpi_kind_name((gcmpi_kind)r->kind);
+        /* A key seen once per call is expected for a few calls, not for most;
+         * when evictions explain the misses, the eviction warning says so. */
+        if (cfg->ef && s->calls_compressed >= 4u * (uint64_t)r->ranks &&
+            2 * s->ef.missed > s->calls_compressed && 2 * s->ef.evicted < s->ef.missed)
+            snprintf(w[k++], WARNING_LEN,
+                     "WARNING: error feedback is not taking effect on %s (%s): %llu of %llu "
+                     "compressed calls found no residual from an earlier call. Residuals are "
+                     "kept per (buffer address, element count, layout); a framework that "
+                     "regroups tensors into its fusion buffer differently each step (e.g. "
+                     "Horovod's timing-based tensor fusion) never presents the same key twice. "
+                     "Remedy: HOROVOD_FUSION_THRESHOLD=0 or DistributedOptimizer(groups=1), "
+                     "or any stable bucket layout",
+                     r->comm, kind, (unsigned long long)s->ef.missed,
+                     (unsigned long long)s->calls_compressed);
+        if (s->ef.evicted > 0)
+            snprintf(w[k++], WARNING_LEN,
+                     "WARNING: %llu residuals were evicted on %s (%s) to stay under "
+                     "GCMPI_EF_MAX_BYTES=%llu; their error feedback restarted from zero. "
+                     "Raise GCMPI_EF_MAX_BYTES",
+                     (unsigned long long)s->ef.evicted, r->comm, kind,
+                     (unsigned long long)cfg->ef_max_bytes);
+        if (s->calls_failed > 0)
+            snprintf(w[k++], WARNING_LEN,
+                     "WARNING: %llu compressed calls on %s (%s) returned an MPI error",
+                     (unsigned long long)s->calls_failed, r->comm, kind);
+    }
+    return k;
+}
+
+static void print_table(const gcmpi_config *cfg, const char *mpi_version, int nranks,
+                        const gcmpi_stats_row *rows, size_t n, uint64_t other)
+{
+    char desc[4096];
+    gcmpi_config_describe(cfg, desc, sizeof desc);
+    fprintf(stderr, "libgcmpi %s report: %d ranks; %s; build: %s\n", GCMPI_VERSION, nranks,
+            mpi_version, GCMPI_BUILD_INFO);
+    fprintf(stderr, "libgcmpi: configuration:\n");
+    for (char *save = NULL, *line = strtok_r(desc, "\n", &save); line;
+         line = strtok_r(NULL, "\n", &save))
+        fprintf(stderr, "libgcmpi:   %s\n", line);
+    fprintf(stderr,
+            "libgcmpi: %-24s %5s %-9s %-8s %7s %7s %10s %10s %7s %8s %8s %8s  %-28s %-19s %s\n",
+            "communicator", "size", "coll", "codec", "calls", "passed", "offered MB",
+            "sent MB", "ratio", "encode s", "decode s", "comm s",
+            "EF created/reused/evict/miss", "verify err mean/max", "eg bits/el");
+    for (size_t i = 0; i < n; i++) {
+        const gcmpi_stats_row *r = &rows[i];
+        const gcmpi_stats *s = &r->s;
+        char ef[64], verify[40], eg[24];
+        snprintf(ef, sizeof ef, "%llu/%llu/%llu/%llu", (unsigned long long)s->ef.created,
+                 (unsigned long long)s->ef.reused, (unsigned long long)s->ef.evicted,
+                 (unsigned long long)s->ef.missed);
+        if (s->verify_calls)
+            snprintf(verify, sizeof verify, "%.2e/%.2e",
+                     s->verify_err_sum / (double)s->verify_calls, s->verify_err_max);
+        else
+            snprintf(verify, sizeof verify, "-");
+        if (s->eg_elements)
+            snprintf(eg, sizeof eg, "%.3f", s->eg_code_bits / (double)s->eg_elements);
+        else
+            snprintf(eg, sizeof eg, "-");
+        fprintf(stderr,
+                "libgcmpi: %-24s %5d %-9s %-8s %7llu %7llu %10.2f %10.2f %6.1fx %8.4f %8.4f "
+                "%8.4f  %-28s %-19s %s\n",
+                r->comm, r->comm_size, gcmpi_kind_name((gcmpi_kind)r->kind), r->codec,
+                (unsigned long long)collective_calls(r, s->calls_compressed),
+                (unsigned long long)collective_calls(r, s->calls_passed),
+                (double)s->bytes_offered / 1e6, (double)s->bytes_sent / 1e6, ratio_of(s),
+                per_rank(r, s->encode_s), per_rank(r, s->decode_s), per_rank(r, s->comm_s), ef,
+                verify, eg);
+    }
+    if (n == 0) fprintf(stderr, "libgcmpi: no float sums were intercepted\n");
+    fprintf(stderr,
+            "libgcmpi: (bytes and EF counts summed over ranks, seconds per rank; %llu calls "
+            "that were not float sums passed through untouched)\n",
+            (unsigned long long)other);
+}
+
+static void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+/* The describe lines "GCMPI_X=value" as a JSON object. */
+static void json_config(FILE *f, const gcmpi_config *cfg)
+{
+    char desc[4096];
+    gcmpi_config_describe(cfg, desc, sizeof desc);
+    fprintf(f, "{");
+    int first = 1;
+    for (char *save = NULL, *line = strtok_r(desc, "\n", &save); line;
+         line = strtok_r(NULL, "\n", &save)) {
+        char *eq = strchr(line, '=');
+        if (!eq) continue;
+        *eq = '\0';
+        fprintf(f, "%s\n    ", first ? "" : ",");
+        json_string(f, line);
+        fprintf(f, ": ");
+        json_string(f, eq + 1);
+        first = 0;
+    }
+    fprintf(f, "}");
+}
+
+static int write_json(const char *path, const gcmpi_config *cfg, const char *mpi_version,
+                      int nranks, const gcmpi_stats_row *rows, size_t n, uint64_t other,
+                      char (*warnings)[WARNING_LEN], size_t n_warnings)
+{
+    char tmp[GCMPI_PATH_LEN + 32];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) return -1;
+    fprintf(f, "{\n  \"library\": \"libgcmpi\",\n  \"version\": ");
+    json_string(f, GCMPI_VERSION);
+    fprintf(f, ",\n  \"build\": ");
+    json_string(f, GCMPI_BUILD_INFO);
+    fprintf(f, ",\n  \"mpi\": ");
+    json_string(f, mpi_version);
+    fprintf(f, ",\n  \"ranks\": %d,\n  \"config_hash\": \"%016llx\",\n  \"config\": ", nranks,
+            (unsigned long long)gcmpi_config_hash(cfg));
+    json_config(f, cfg);
+    fprintf(f, ",\n  \"calls_not_float_sum\": %llu,\n  \"collectives\": [",
+            (unsigned long long)other);
+    for (size_t i = 0; i < n; i++) {
+        const gcmpi_stats_row *r = &rows[i];
+        const gcmpi_stats *s = &r->s;
+        fprintf(f, "%s\n    {\"comm\": ", i ? "," : "");
+        json_string(f, r->comm);
+        fprintf(f, ", \"comm_size\": %d, \"collective\": \"%s\", \"codec\": ", r->comm_size,
+                gcmpi_kind_name((gcmpi_kind)r->kind));
+        json_string(f, r->codec);
+        fprintf(f,
+                ", \"ranks\": %d,\n     \"calls_compressed\": %llu, \"calls_passed\": %llu, "
+                "\"calls_failed\": %llu,\n     \"bytes_offered\": %llu, \"bytes_sent\": %llu, "
+                "\"ratio\": %.6g,\n     \"encode_s\": %.6g, \"decode_s\": %.6g, \"comm_s\": %.6g,"
+                "\n     \"ef_created\": %llu, \"ef_reused\": %llu, \"ef_evicted\": %llu, "
+                "\"ef_missed\": %llu,\n     \"verify_calls\": %llu, \"verify_rel_err_mean\": "
+                "%.6g, \"verify_rel_err_max\": %.6g,\n     \"eg_code_bits_per_element\": %.6g, "
+                "\"eg_fl_bits_per_element\": %.6g}",
+                r->ranks, (unsigned long long)collective_calls(r, s->calls_compressed),
+                (unsigned long long)collective_calls(r, s->calls_passed),
+                (unsigned long long)collective_calls(r, s->calls_failed),
+                (unsigned long long)s->bytes_offered, (unsigned long long)s->bytes_sent,
+                ratio_of(s), per_rank(r, s->encode_s), per_rank(r, s->decode_s),
+                per_rank(r, s->comm_s), (unsigned long long)s->ef.created,
+                (unsigned long long)s->ef.reused, (unsigned long long)s->ef.evicted,
+                (unsigned long long)s->ef.missed,
+                (unsigned long long)collective_calls(r, s->verify_calls),
+                s->verify_calls ? s->verify_err_sum / (double)s->verify_calls : 0.0,
+                s->verify_err_max,
+                s->eg_elements ? s->eg_code_bits / (double)s->eg_elements : 0.0,
+                s->eg_elements ? s->eg_fl_bits / (double)s->eg_elements : 0.0);
+    }
+    fprintf(f, "\n  ],\n  \"warnings\": [");
+    for (size_t i = 0; i < n_warnings; i++) {
+        fprintf(f, "%s\n    ", i ? "," : "");
+        json_string(f, warnings[i]);
+    }
+    fprintf(f, "]\n}\n");
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
+        remove(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+/* Rank 0: merge, print, write. */
+static void publish(const gcmpi_config *cfg, int nranks, gcmpi_stats_row *all, size_t n_all,
+                    uint64_t other)
+{
+    char mpi_version[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+    int len = 0;
+    PMPI_Get_library_version(mpi_version, &len);
+    mpi_version[strcspn(mpi_version, "\n")] = '\0';
+
+    gcmpi_stats_row *rows = malloc((n_all ? n_all : 1) * sizeof *rows);
+    char(*warnings)[WARNING_LEN] = calloc(3 * n_all + 1, WARNING_LEN);
+    if (!rows || !warnings) {
+        fprintf(stderr, "libgcmpi: out of memory; no statistics report\n");
+        free(rows);
+        free(warnings);
+        return;
+    }
+    size_t n = merge_rows(rows, all, n_all);
+    qsort(rows, n, sizeof *rows, row_order);
+    size_t n_warnings = collect_warnings(cfg, rows, n, warnings);
+    if (cfg->stats_stderr) print_table(cfg, mpi_version, nranks, rows, n, other);
+    for (size_t i = 0; i < n_warnings; i++) fprintf(stderr, "libgcmpi: %s\n", warnings[i]);
+    if (cfg->stats_json[0] &&
+        write_json(cfg->stats_json, cfg, mpi_version, nranks, rows, n, other, warnings,
+                   n_warnings) != 0)
+        fprintf(stderr, "libgcmpi: could not write the statistics to GCMPI_STATS file %s\n",
+                cfg->stats_json);
+    free(warnings);
+    free(rows);
+}
+
+void gcmpi_report_finalize(const gcmpi_config *cfg, MPI_Comm comm)
+{
+    int rank, nranks;
+    PMPI_Comm_rank(comm, &rank);
+    PMPI_Comm_size(comm, &nranks);
+
+    size_t n_rows = 0;
+    const gcmpi_stats_row *rows = gcmpi_stats_table(&n_rows);
+    uint64_t other = gcmpi_stats_other(), other_sum = 0;
+    PMPI_Reduce(&other, &other_sum, 1, MPI_UINT64_T, MPI_SUM, 0, comm);
+
+    int my_bytes = (int)(n_rows * sizeof(gcmpi_stats_row));
+    int *bytes = NULL, *displs = NULL;
+    gcmpi_stats_row *all = NULL;
+    size_t total = 0;
+    int ok = 1;
+    if (rank == 0) {
+        bytes = calloc((size_t)nranks, sizeof *bytes);
+        displs = calloc((size_t)nranks, sizeof *displs);
+        ok = bytes && displs;
+    }
+    PMPI_Gather(&my_bytes, 1, MPI_INT, bytes, 1, MPI_INT, 0, comm);
+    if (rank == 0 && ok) {
+        for (int r = 0; r < nranks; r++) {
+            displs[r] = (int)total;
+            total += (size_t)bytes[r];
+        }
+        all = malloc(total ? total : 1);
+        ok = all != NULL;
+    }
+    /* Every rank must know whether rank 0 can receive before sending. */
+    PMPI_Bcast(&ok, 1, MPI_INT, 0, comm);
+    if (ok) {
+        PMPI_Gatherv(rows, my_bytes, MPI_BYTE, all, bytes, displs, MPI_BYTE, 0, comm);
+        if (rank == 0) publish(cfg, nranks, all, total / sizeof(gcmpi_stats_row), other_sum);
+    } else if (rank == 0) {
+        fprintf(stderr, "libgcmpi: out of memory; no statistics report\n");
+    }
+    free(all);
+    free(displs);
+    free(bytes);
+}

@@ -1,0 +1,418 @@
+/* shim.c — the interposed MPI functions (STYLE.md "One place knows PMPI").
+ *
+ * Each wrapper is thin: decide eligibility, hand the call to the compressed
+ * collectives (coll.h), or call PMPI_* with the arguments untouched. The
+ * library only ever calls PMPI_*, and its own traffic runs on private
+ * duplicates of the communicators. Nothing happens before MPI_Init or
+ * MPI_Init_thread has succeeded (STYLE.md "Inert until MPI_Init"): no
+ * constructors, no output, no allocation. */
+#include <limits.h>
+#include <math.h>
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll.h"
+#include "comm_state.h"
+#include "ef_store.h"
+#include "eligible.h"
+#include "gcmpi_config.h"
+#include "report.h"
+#include "stats.h"
+
+#define GCMPI_EXPORT __attribute__((visibility("default")))
+
+#ifndef GCMPI_VERSION
+#define GCMPI_VERSION GC_VERSION_STRING
+#endif
+
+static gcmpi_config cfg;        /* immutable between MPI_Init and MPI_Finalize  */
+static int active;              /* 1 while the library intercepts               */
+static MPI_Comm world;          /* private duplicate of MPI_COMM_WORLD: report */
+
+/* Set while the library itself is inside MPI, so an MPI library that calls
+ * its own MPI_* entry points never re-enters the shim. Per thread: under
+ * MPI_THREAD_MULTIPLE another thread's call must still be intercepted. */
+static _Thread_local int inside;
+
+static int intercepting(void)
+{
+    return active && !inside;
+}
+
+/* ---- MPI_Init / MPI_Init_thread ---------------------------------------- */
+
+/* Stops every rank cleanly after each printed its message: no hang, no
+ * abort banner, a non-zero exit status for mpirun. All ranks get here
+ * together because the decision comes from one PMPI_Allreduce. */
+static void stop_job(void)
+{
+    fflush(stderr);
+    PMPI_Finalize();
+    exit(1);
+}
+
+/* The describe lines joined into one line, so that messages of different
+ * ranks do not interleave line by line. */
+static void describe_one_line(char *buf, size_t len)
+{
+    gcmpi_config_describe(&cfg, buf, len);
+    for (char *c = buf; *c; c++)
+        if (*c == '\n') *c = ' ';
+    size_t n = strlen(buf);
+    while (n > 0 && buf[n - 1] == ' ') buf[--n] = '\0';
+}
+
+static const char *thread_level_name(int level)
+{
+    switch (level) {
+    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
+    }
+    return "unknown";
+}
+
+static void start(int thread_level)
+{
+    inside = 1;
+    static gcmpi_config_result res; /* 5 KB: off the stack of the caller */
+    gcmpi_config_load(&cfg, &res, NULL);
+    int rank = 0;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+
+    /* One MPI_MAX tells every rank whether any configuration is invalid and
+     * the smallest and largest hash (max of ~h is ~min h). The program has
+     * no message in flight inside MPI_Init, so MPI_COMM_WORLD is safe. */
+    uint64_t hash = res.ok ? gcmpi_config_hash(&cfg) : 0;
+    uint64_t agree[3] = {res.ok ? 0u : 1u, hash, ~hash};
+    PMPI_Allreduce(MPI_IN_PLACE, agree, 3, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    if (agree[0]) {
+        if (!res.ok)
+            fprintf(stderr, "%s (rank %d)\n", res.error, rank);
+        else
+            fprintf(stderr,
+                    "libgcmpi: rank %d stops: the GCMPI_* configuration of another rank is "
+                    "invalid (see its message)\n",
+                    rank);
+        stop_job();
+    }
+    if (agree[1] != ~agree[2]) {
+        char desc[4096];
+        describe_one_line(desc, sizeof desc);
+        fprintf(stderr,
+                "libgcmpi: the GCMPI_* settings differ between ranks; every rank must use the "
+                "same. Rank %d has: %s\n",
+                rank, desc);
+        stop_job();
+    }
+    if (rank == 0)
+        for (int i = 0; i < res.n_warnings && i < 8; i++) fprintf(stderr, "%s\n", res.warnings[i]);
+
+    int real_size = 0;
+    if (PMPI_Type_size(MPI_REAL, &real_size) == MPI_SUCCESS && real_size == (int)sizeof(float))
+        gcmpi_eligible_accept_as_float(MPI_REAL);
+    gcmpi_ef_set_limit(cfg.ef_max_bytes);
+    if (gcmpi_comm_state_setup(&cfg) != MPI_SUCCESS ||
+        PMPI_Comm_dup(MPI_COMM_WORLD, &world) != MPI_SUCCESS) {
+        fprintf(stderr, "libgcmpi: rank %d: MPI refused a keyval or a communicator at "
+                        "MPI_Init; stopping the job\n", rank);
+        PMPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    if (cfg.verbose >= 1 && rank == 0) {
+        char desc[4096];
+        describe_one_line(desc, sizeof desc);
+        fprintf(stderr, "libgcmpi %s: active (%s, %s): %s\n", GCMPI_VERSION,
+                gcmpi_compression_on(&cfg) ? "compressing" : "passing everything through",
+                thread_level_name(thread_level), desc);
+    }
+    active = 1;
+    inside = 0;
+}
+
+GCMPI_EXPORT int MPI_Init(int *argc, char ***argv)
+{
+    int rc = PMPI_Init(argc, argv);
+    if (rc != MPI_SUCCESS || inside) return rc;
+    int provided = MPI_THREAD_SINGLE;
+    PMPI_Query_thread(&provided);
+    start(provided);
+    return rc;
+}
+
+GCMPI_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+    int rc = PMPI_Init_thread(argc, argv, required, provided);
+    if (rc != MPI_SUCCESS || inside) return rc;
+    start(*provided);
+    return rc;
+}
+
+/* ---- MPI_Finalize ------------------------------------------------------ */
+
+GCMPI_EXPORT int MPI_Finalize(void)
+{
+    if (intercepting()) {
+        inside = 1;
+        active = 0;
+        /* States of MPI_COMM_WORLD, MPI_COMM_SELF and communicators the
+         * program kept go before PMPI_Finalize, which would otherwise run
+         * their delete callbacks when freeing the duplicates is too late. */
+        gcmpi_comm_state_teardown();
+        gcmpi_report_finalize(&cfg, world);
+        gcmpi_stats_clear();
+        PMPI_Comm_free(&world);
+        inside = 0;
+    }
+    return PMPI_Finalize();
+}
+
+/* ---- one compressed call ----------------------------------------------- */
+
+/* The communicator state when the call is compressed, NULL to pass it
+ * through. Calls that are not float sums cost a few comparisons and a
+ * relaxed counter; float sums find their communicator's cached decision. */
+static gcmpi_comm_state *target_of(gcmpi_skip skip, MPI_Comm comm, gcmpi_kind kind)
+{
+    switch (skip) {
+    case GCMPI_ELIGIBLE:
+    case GCMPI_SKIP_SMALL:
+        break;
+    case GCMPI_SKIP_DISABLED:
+    case GCMPI_SKIP_NO_CODEC:
+        return NULL;
+    default:
+        gcmpi_stats_count_other();
+        return NULL;
+    }
+    if (comm == MPI_COMM_NULL) return NULL; /* PMPI_* reports the error */
+    gcmpi_comm_state *st = gcmpi_comm_state_of(comm);
+    if (!st) return NULL;
+    if (skip != GCMPI_ELIGIBLE || st->skip != GCMPI_ELIGIBLE) {
+        st->stats[kind].calls_passed++;
+        if (cfg.verbose >= 3)
+            fprintf(stderr, "libgcmpi: rank %d: %s on %s passed through: %s\n", st->rank,
+                    gcmpi_kind_name(kind), st->label,
+                    gcmpi_skip_reason(skip != GCMPI_ELIGIBLE ? skip : st->skip));
+        return NULL;
+    }
+    return st;
+}
+
+/* GCMPI_VERBOSE=3: one line per compressed call. */
+static void trace_call(const gcmpi_comm_state *st, gcmpi_kind kind, size_t count,
+                       gcmpi_algo algo, const gcmpi_ef_slot *slot)
+{
+    static const char *const algo_names[] = {"auto", "allgather", "rsag", "native"};
+    fprintf(stderr, "libgcmpi: rank %d: %s of %zu floats on %s: %s, %s\n", st->rank,
+            gcmpi_kind_name(kind), count, st->label,
+            kind == GCMPI_KIND_ALLGATHER ? "blocks" : algo_names[algo],
+            !slot->residual ? "no residual" : slot->fresh ? "new residual" : "residual reused");
+}
+
+/* Shared by all ranks of the communicator: the configured seed and the
+ * number of compressed calls on it so far. */
+static uint64_t next_call_seed(gcmpi_comm_state *st)
+{
+    uint64_t z = cfg.seed + 0x9E3779B97F4A7C15ull * ++st->calls;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static gcmpi_coll_ctx context_of(gcmpi_comm_state *st, gcmpi_call_stats *cs)
+{
+    gcmpi_coll_ctx ctx = {
+        .comm = st->dup,
+        .rank = st->rank,
+        .size = st->size,
+        .cfg = &cfg,
+        .call_seed = next_call_seed(st),
+        .ws = st->ws,
+        .scratch = &st->scratch,
+        .stats = cs,
+    };
+    return ctx;
+}
+
+static gcmpi_ef_entry *residual_of(gcmpi_comm_state *st, const gcmpi_ef_key *key,
+                                   gcmpi_algo algo, gcmpi_ef_slot *slot)
+{
+    if (!st->ef) {
+        memset(slot, 0, sizeof *slot);
+        slot->fresh = 1;
+        return NULL;
+    }
+    size_t server = 0, state = 0;
+    gcmpi_coll_slot_sizes(&cfg, algo, key->count, st->size, &server, &state);
+    return gcmpi_ef_acquire(st->ef, key, key->count, server, state, slot);
+}
+
+/* A copy for GCMPI_VERIFY; stops the job when memory runs out, because
+ * the exact collective that follows must run on every rank or on none. */
+static float *verify_buffer(gcmpi_comm_state *st, unsigned slot, size_t floats)
+{
+    float *buf = gcmpi_scratch_get(&st->scratch, GCMPI_SCRATCH_SHIM_FIRST + slot,
+                                   floats * sizeof(float));
+    if (!buf) {
+        fprintf(stderr, "libgcmpi: out of memory for GCMPI_VERIFY; stopping the job\n");
+        PMPI_Abort(st->user, 1);
+    }
+    return buf;
+}
+
+static double relative_error(const float *exact, const float *got, size_t n)
+{
+    double diff = 0.0, norm = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)exact[i] - (double)got[i];
+        diff += d * d;
+        norm += (double)exact[i] * (double)exact[i];
+    }
+    return norm > 0.0 ? sqrt(diff / norm) : sqrt(diff);
+}
+
+static int exact_allreduce(float *buf, size_t count, MPI_Comm comm)
+{
+#ifdef GCMPI_HAVE_LARGE_COUNT
+    if (count > INT_MAX)
+        return PMPI_Allreduce_c(MPI_IN_PLACE, buf, (MPI_Count)count, MPI_FLOAT, MPI_SUM, comm);
+#endif
+    return PMPI_Allreduce(MPI_IN_PLACE, buf, (int)count, MPI_FLOAT, MPI_SUM, comm);
+}
+
+static int exact_allgather(const float *block, float *out, size_t count, MPI_Comm comm)
+{
+#ifdef GCMPI_HAVE_LARGE_COUNT
+    if (count > INT_MAX)
+        return PMPI_Allgather_c(block, (MPI_Count)count, MPI_FLOAT, out, (MPI_Count)count,
+                                MPI_FLOAT, comm);
+#endif
+    return PMPI_Allgather(block, (int)count, MPI_FLOAT, out, (int)count, MPI_FLOAT, comm);
+}
+
+/* MPI semantics for a failed call: the communicator's error handler runs
+ * (MPI_ERRORS_ARE_FATAL stops the job, so no rank waits forever), and with
+ * MPI_ERRORS_RETURN the code is returned. */
+static int call_failed(gcmpi_comm_state *st, MPI_Comm comm, const char *what, int rc)
+{
+    char msg[MPI_MAX_ERROR_STRING] = "";
+    int len = 0;
+    if (PMPI_Error_string(rc, msg, &len) != MPI_SUCCESS)
+        snprintf(msg, sizeof msg, "MPI error %d", rc);
+    fprintf(stderr, "libgcmpi: rank %d: compressed %s on %s failed: %s\n", st->rank, what,
+            st->label, msg);
+    PMPI_Comm_call_errhandler(comm, rc);
+    return rc;
+}
+
+static int allreduce_run(gcmpi_comm_state *st, MPI_Comm comm, const void *sendbuf,
+                         void *recvbuf, size_t count)
+{
+    inside = 1;
+    int in_place = sendbuf == MPI_IN_PLACE;
+    const float *in = in_place ? recvbuf : sendbuf;
+    gcmpi_algo algo = gcmpi_coll_choose(&cfg, count, st->size);
+    gcmpi_ef_key key = {in_place ? NULL : sendbuf, recvbuf, count, GCMPI_KIND_ALLREDUCE};
+    gcmpi_ef_slot slot;
+    gcmpi_ef_entry *entry = residual_of(st, &key, algo, &slot);
+    float *exact = NULL;
+    if (cfg.verify) {
+        exact = verify_buffer(st, 0, count);
+        if (count) memcpy(exact, in, count * sizeof(float));
+    }
+
+    if (cfg.verbose >= 3) trace_call(st, GCMPI_KIND_ALLREDUCE, count, algo, &slot);
+
+    gcmpi_call_stats cs = {.bytes_offered = count * sizeof(float)};
+    gcmpi_coll_ctx ctx = context_of(st, &cs);
+    int rc = gcmpi_allreduce_compressed(&ctx, algo, in, recvbuf, count, &slot);
+    gcmpi_ef_release(entry);
+    gcmpi_stats_add_call(&st->stats[GCMPI_KIND_ALLREDUCE], &cs, rc != MPI_SUCCESS);
+
+    if (rc == MPI_SUCCESS && exact) {
+        rc = exact_allreduce(exact, count, st->dup);
+        if (rc == MPI_SUCCESS)
+            gcmpi_stats_add_verify(&st->stats[GCMPI_KIND_ALLREDUCE],
+                                   relative_error(exact, recvbuf, count));
+    }
+    inside = 0;
+    return rc == MPI_SUCCESS ? rc : call_failed(st, comm, "MPI_Allreduce", rc);
+}
+
+static int allgather_run(gcmpi_comm_state *st, MPI_Comm comm, const void *sendbuf,
+                         void *recvbuf, size_t count)
+{
+    inside = 1;
+    int in_place = sendbuf == MPI_IN_PLACE;
+    const float *block = in_place ? (const float *)recvbuf + (size_t)st->rank * count : sendbuf;
+    gcmpi_ef_key key = {in_place ? NULL : sendbuf, recvbuf, count, GCMPI_KIND_ALLGATHER};
+    gcmpi_ef_slot slot;
+    gcmpi_ef_entry *entry = residual_of(st, &key, GCMPI_ALGO_ALLGATHER, &slot);
+    float *copy = NULL;
+    if (cfg.verify) {
+        copy = verify_buffer(st, 0, count);
+        if (count) memcpy(copy, block, count * sizeof(float));
+    }
+
+    if (cfg.verbose >= 3)
+        trace_call(st, GCMPI_KIND_ALLGATHER, count, GCMPI_ALGO_ALLGATHER, &slot);
+
+    gcmpi_call_stats cs = {.bytes_offered = count * sizeof(float)};
+    gcmpi_coll_ctx ctx = context_of(st, &cs);
+    int rc = gcmpi_allgather_compressed(&ctx, block, recvbuf, count, &slot);
+    gcmpi_ef_release(entry);
+    gcmpi_stats_add_call(&st->stats[GCMPI_KIND_ALLGATHER], &cs, rc != MPI_SUCCESS);
+
+    if (rc == MPI_SUCCESS && copy) {
+        size_t total = count * (size_t)st->size;
+        float *exact = verify_buffer(st, 1, total);
+        rc = exact_allgather(copy, exact, count, st->dup);
+        if (rc == MPI_SUCCESS)
+            gcmpi_stats_add_verify(&st->stats[GCMPI_KIND_ALLGATHER],
+                                   relative_error(exact, recvbuf, total));
+    }
+    inside = 0;
+    return rc == MPI_SUCCESS ? rc : call_failed(st, comm, "MPI_Allgather", rc);
+}
+
+/* ---- the wrappers, one macro per shape (int and MPI-4 MPI_Count) --------- */
+
+#define GCMPI_ALLREDUCE_WRAPPER(NAME, REAL, COUNT_T)                                      \
+    GCMPI_EXPORT int NAME(const void *sendbuf, void *recvbuf, COUNT_T count,             \
+                          MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)               \
+    {                                                                                    \
+        gcmpi_comm_state *st = NULL;                                                     \
+        if (intercepting())                                                              \
+            st = target_of(gcmpi_eligible_allreduce(&cfg, datatype, op, (int64_t)count), \
+                           comm, GCMPI_KIND_ALLREDUCE);                                  \
+        if (!st) return REAL(sendbuf, recvbuf, count, datatype, op, comm);               \
+        return allreduce_run(st, comm, sendbuf, recvbuf, (size_t)count);                 \
+    }
+
+#define GCMPI_ALLGATHER_WRAPPER(NAME, REAL, COUNT_T)                                      \
+    GCMPI_EXPORT int NAME(const void *sendbuf, COUNT_T sendcount, MPI_Datatype sendtype, \
+                          void *recvbuf, COUNT_T recvcount, MPI_Datatype recvtype,       \
+                          MPI_Comm comm)                                                 \
+    {                                                                                    \
+        gcmpi_comm_state *st = NULL;                                                     \
+        if (intercepting())                                                              \
+            st = target_of(gcmpi_eligible_allgather(&cfg, sendbuf, (int64_t)sendcount,   \
+                                                    sendtype, (int64_t)recvcount,        \
+                                                    recvtype),                           \
+                           comm, GCMPI_KIND_ALLGATHER);                                  \
+        if (!st)                                                                         \
+            return REAL(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,      \
+                        comm);                                                           \
+        return allgather_run(st, comm, sendbuf, recvbuf, (size_t)recvcount);             \
+    }
+
+GCMPI_ALLREDUCE_WRAPPER(MPI_Allreduce, PMPI_Allreduce, int)
+GCMPI_ALLGATHER_WRAPPER(MPI_Allgather, PMPI_Allgather, int)
+#ifdef GCMPI_HAVE_LARGE_COUNT
+GCMPI_ALLREDUCE_WRAPPER(MPI_Allreduce_c, PMPI_Allreduce_c, MPI_Count)
+GCMPI_ALLGATHER_WRAPPER(MPI_Allgather_c, PMPI_Allgather_c, MPI_Count)
+#endif
