@@ -1,0 +1,424 @@
+/* coll_bench.c — gcmpi-coll-bench: compressed allreduce against the native
+ * PMPI_Allreduce, measured in the same run under mpirun.
+ *
+ *   mpirun -np 4 gcmpi-coll-bench [--sizes 1M,16M] [--max-size 64M]
+ *       [--codec all|LIST] [--algo all|LIST] [--ratio R] [--bits B]
+ *       [--bucket N] [--rank R] [--reps N] [--warmup N] [--no-ef] [--json]
+ *
+ * The bench links the library's internals (config/ and the pmpi/ collective
+ * algorithms) and calls gcmpi_allreduce_compressed with a configuration
+ * built in-process for each codec and algorithm, on a private duplicate of
+ * MPI_COMM_WORLD, exactly as the shim does after its eligibility check; the
+ * baseline is PMPI_Allreduce on the same buffer. No preload is needed.
+ *
+ * Each rank's gradient is Laplace-distributed (heavy-ish tails, like real
+ * gradients) and different per rank. Reported per size, codec, algorithm:
+ *   native ms, compressed ms  median over --reps calls of the slowest rank's
+ *                             time (a barrier before each call); each
+ *                             compressed call is paired with a native one
+ *                             right before it, so both see the same load
+ *   speedup                   native / compressed
+ *   sent B/rank               bytes each rank handed to PMPI (payloads and
+ *                             sizes), measured by the algorithm, mean over
+ *                             ranks
+ *   ratio                     offered bytes / sent bytes
+ *   rel err                   ||out - exact|| / ||exact|| of the first call
+ *                             (fresh residual), exact = PMPI_Allreduce
+ *   enc, dec, comm ms         the algorithm's own split, mean over calls,
+ *                             slowest rank */
+#include "coll_impl.h"
+#include "gcmpi_config.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_LIST 64
+
+typedef struct options {
+    size_t sizes[MAX_LIST];
+    int n_sizes;
+    size_t max_size;
+    const gc_codec *codecs[MAX_LIST];
+    int n_codecs;
+    gcmpi_algo algos[4];
+    int n_algos;
+    double ratio;
+    unsigned bits, rank;
+    size_t bucket;
+    int reps, warmup, ef, json;
+} options;
+
+static int world_rank, world_size;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: mpirun -np N gcmpi-coll-bench [options]\n"
+            "  --sizes LIST     message sizes in bytes, K/M/G suffixes (default\n"
+            "                   64K,256K,1M,4M,16M,64M,256M)\n"
+            "  --max-size S     drop sizes above S\n"
+            "  --codec LIST     codec names or 'all' (default all)\n"
+            "  --algo LIST      allgather, rsag, native, auto or 'all' = the first three\n"
+            "  --ratio R        topk/randk/dgc kept fraction (default 0.01)\n"
+            "  --bits B         qsgd bits (default 4)\n"
+            "  --bucket N       elements per scale (default 512)\n"
+            "  --rank R         powersgd rank (default 4)\n"
+            "  --reps N         timed calls per case (default 5)\n"
+            "  --warmup N       untimed calls before them (default 2)\n"
+            "  --no-ef          without error feedback\n"
+            "  --json           one JSON array instead of tables\n");
+}
+
+static int fail(const char *fmt, const char *arg)
+{
+    if (world_rank == 0) {
+        fprintf(stderr, "gcmpi-coll-bench: ");
+        fprintf(stderr, fmt, arg);
+        fputc('\n', stderr);
+    }
+    return 0;
+}
+
+/* "64K" -> 65536; 0 on a malformed size. */
+static size_t parse_size(const char *s)
+{
+    char *end;
+    double v = strtod(s, &end);
+    size_t mult = 1;
+    switch (toupper((unsigned char)*end)) {
+    case 'K': mult = (size_t)1 << 10, end++; break;
+    case 'M': mult = (size_t)1 << 20, end++; break;
+    case 'G': mult = (size_t)1 << 30, end++; break;
+    default: break;
+    }
+    if (toupper((unsigned char)*end) == 'B' || toupper((unsigned char)*end) == 'I') end++;
+    if (*end || !(v > 0)) return 0;
+    return (size_t)(v * (double)mult);
+}
+
+/* Calls item(token) for each comma-separated token of list. */
+static int each_token(const char *list, int (*item)(options *, const char *), options *o)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
+        if (!item(o, t)) return 0;
+    return 1;
+}
+
+static int add_size(options *o, const char *t)
+{
+    size_t s = parse_size(t);
+    if (!s || o->n_sizes == MAX_LIST) return fail("bad size '%s'", t);
+    o->sizes[o->n_sizes++] = s;
+    return 1;
+}
+
+static int add_codec(options *o, const char *t)
+{
+    if (strcmp(t, "all") == 0) {
+        for (size_t i = 0; i < gc_codec_count() && o->n_codecs < MAX_LIST; i++)
+            o->codecs[o->n_codecs++] = gc_codec_at(i);
+        return 1;
+    }
+    const gc_codec *c = gc_codec_by_name(t);
+    if (!c || o->n_codecs == MAX_LIST) return fail("unknown codec '%s'", t);
+    o->codecs[o->n_codecs++] = c;
+    return 1;
+}
+
+static const char *algo_name(gcmpi_algo a)
+{
+    static const char *const names[] = {"auto", "allgather", "rsag", "native"};
+    return names[a];
+}
+
+static int add_algo(options *o, const char *t)
+{
+    if (strcmp(t, "all") == 0) {
+        o->n_algos = 0;
+        for (int a = GCMPI_ALGO_ALLGATHER; a <= GCMPI_ALGO_NATIVE; a++) o->algos[o->n_algos++] = a;
+        return 1;
+    }
+    for (int a = GCMPI_ALGO_AUTO; a <= GCMPI_ALGO_NATIVE; a++)
+        if (strcmp(t, algo_name(a)) == 0 && o->n_algos < 4) {
+            o->algos[o->n_algos++] = a;
+            return 1;
+        }
+    return fail("unknown algorithm '%s' (allgather, rsag, native, auto, all)", t);
+}
+
+static int parse_options(options *o, int argc, char **argv)
+{
+    memset(o, 0, sizeof *o);
+    gc_params d;
+    gc_params_default(&d);
+    o->ratio = d.ratio, o->bits = d.bits, o->bucket = d.bucket, o->rank = d.rank;
+    o->reps = 5, o->warmup = 2, o->ef = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int ok = 1, takes = 1;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            if (world_rank == 0) usage(stdout);
+            return 0;
+        } else if (strcmp(a, "--json") == 0) o->json = 1, takes = 0;
+        else if (strcmp(a, "--no-ef") == 0) o->ef = 0, takes = 0;
+        else if (!v) ok = fail("%s needs a value", a);
+        else if (strcmp(a, "--sizes") == 0) ok = each_token(v, add_size, o);
+        else if (strcmp(a, "--max-size") == 0)
+            ok = (o->max_size = parse_size(v)) || fail("bad size '%s'", v);
+        else if (strcmp(a, "--codec") == 0) ok = each_token(v, add_codec, o);
+        else if (strcmp(a, "--algo") == 0) ok = each_token(v, add_algo, o);
+        else if (strcmp(a, "--ratio") == 0) o->ratio = atof(v);
+        else if (strcmp(a, "--bits") == 0) o->bits = (unsigned)atoi(v);
+        else if (strcmp(a, "--bucket") == 0) o->bucket = (size_t)atol(v);
+        else if (strcmp(a, "--rank") == 0) o->rank = (unsigned)atoi(v);
+        else if (strcmp(a, "--reps") == 0)
+            ok = (o->reps = atoi(v)) > 0 || fail("bad --reps '%s'", v);
+        else if (strcmp(a, "--warmup") == 0) o->warmup = atoi(v) < 0 ? 0 : atoi(v);
+        else ok = fail("unknown option '%s' (--help lists them)", a);
+        if (!ok) return 0;
+        i += takes;
+    }
+    if (!o->n_sizes) each_token("64K,256K,1M,4M,16M,64M,256M", add_size, o);
+    if (!o->n_codecs) add_codec(o, "all");
+    if (!o->n_algos) add_algo(o, "all");
+    if (o->max_size) {
+        int k = 0;
+        for (int i = 0; i < o->n_sizes; i++)
+            if (o->sizes[i] <= o->max_size) o->sizes[k++] = o->sizes[i];
+        o->n_sizes = k;
+    }
+    return 1;
+}
+
+/* ---- measuring ------------------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *t, int n)
+{
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+static double max_over_ranks(double x, MPI_Comm comm)
+{
+    double m;
+    PMPI_Allreduce(&x, &m, 1, MPI_DOUBLE, MPI_MAX, comm);
+    return m;
+}
+
+static double mean_over_ranks(double x, MPI_Comm comm)
+{
+    double s;
+    PMPI_Allreduce(&x, &s, 1, MPI_DOUBLE, MPI_SUM, comm);
+    return s / world_size;
+}
+
+/* ||out - ref|| / ||ref|| over every rank's copy (they are identical). */
+static double rel_error(const float *ref, const float *out, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)out[i] - ref[i];
+        num += d * d;
+        den += (double)ref[i] * ref[i];
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+static void fill_laplace(float *x, size_t n, uint64_t seed)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint64_t z = gcmpi_coll_mix(seed ^ gcmpi_coll_mix(i));
+        double u = ((double)(z >> 11) + 0.5) * 0x1p-53 - 0.5;
+        x[i] = (float)(-(u < 0 ? -1.0 : 1.0) * log(1.0 - 2.0 * fabs(u)));
+    }
+}
+
+typedef struct result {
+    double native_ms, ms, enc_ms, dec_ms, comm_ms;
+    double offered, sent, rel_err;
+    gcmpi_algo algo;
+    char error[MPI_MAX_ERROR_STRING + 64];
+} result;
+
+/* One codec and algorithm at one size, each timed call paired with a
+ * native PMPI_Allreduce on the same buffer right before it, so both see the
+ * same load on a shared machine. Every rank takes the same path: failures
+ * are agreed by the algorithms, and checked here with a MAX. */
+static void time_case(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in, float *out,
+                      const float *exact, size_t n, const options *o, result *res)
+{
+    size_t server = 0, state = 0;
+    gcmpi_coll_slot_sizes(ctx->cfg, algo, n, ctx->size, &server, &state);
+    gcmpi_ef_slot ef = {0};
+    if (o->ef) {
+        ef.residual = calloc(n, sizeof(float));
+        ef.server = server ? calloc(server, sizeof(float)) : NULL;
+        ef.state = state ? calloc(state, sizeof(float)) : NULL;
+        ef.fresh = 1;
+    }
+    enum { MAX_REPS = 1024 };
+    double t[MAX_REPS], tn[MAX_REPS], enc = 0, dec = 0, comm = 0, sent = 0;
+    const int reps = o->reps < MAX_REPS ? o->reps : MAX_REPS;
+    int rc = MPI_SUCCESS;
+    for (int i = 0; i < o->warmup + reps && rc == MPI_SUCCESS; i++) {
+        PMPI_Barrier(ctx->comm);
+        double t0 = PMPI_Wtime();
+        PMPI_Allreduce(in, out, (int)n, MPI_FLOAT, MPI_SUM, ctx->comm);
+        const double dn = PMPI_Wtime() - t0;
+        PMPI_Barrier(ctx->comm);
+        t0 = PMPI_Wtime();
+        rc = gcmpi_allreduce_compressed(ctx, algo, in, out, n, o->ef ? &ef : NULL);
+        const double dt = PMPI_Wtime() - t0;
+        int any;
+        PMPI_Allreduce(&rc, &any, 1, MPI_INT, MPI_MAX, ctx->comm);
+        if (any != MPI_SUCCESS) rc = any;
+        ctx->call_seed = gcmpi_coll_mix(ctx->call_seed);
+        ef.fresh = 0;
+        if (rc != MPI_SUCCESS) break;
+        if (i == 0) res->rel_err = rel_error(exact, out, n);
+        if (i < o->warmup) continue;
+        t[i - o->warmup] = max_over_ranks(dt, ctx->comm);
+        tn[i - o->warmup] = max_over_ranks(dn, ctx->comm);
+        enc += ctx->stats->encode_s, dec += ctx->stats->decode_s, comm += ctx->stats->comm_s;
+        sent += (double)ctx->stats->bytes_sent;
+    }
+    if (rc != MPI_SUCCESS) {
+        char msg[MPI_MAX_ERROR_STRING];
+        int len = 0;
+        PMPI_Error_string(rc, msg, &len);
+        snprintf(res->error, sizeof res->error, "%s", msg);
+    } else {
+        res->ms = 1e3 * median(t, reps);
+        res->native_ms = 1e3 * median(tn, reps);
+        res->enc_ms = 1e3 * max_over_ranks(enc / reps, ctx->comm);
+        res->dec_ms = 1e3 * max_over_ranks(dec / reps, ctx->comm);
+        res->comm_ms = 1e3 * max_over_ranks(comm / reps, ctx->comm);
+        res->sent = mean_over_ranks(sent / reps, ctx->comm);
+        res->offered = (double)ctx->stats->bytes_offered;
+    }
+    free(ef.residual), free(ef.server), free(ef.state);
+}
+
+/* ---- output ---------------------------------------------------------------- */
+
+static void print_header(size_t bytes)
+{
+    printf("\n%zu bytes (%zu floats), %d ranks\n", bytes, bytes / 4, world_size);
+    printf("%-9s %-15s %10s %10s %8s %12s %8s %9s %8s %8s %8s\n", "codec", "algo", "native ms",
+           "gcmpi ms", "speedup", "sent B/rank", "ratio", "rel err", "enc ms", "dec ms",
+           "comm ms");
+}
+
+static void print_row(const char *codec, const char *algo, const result *r, int first_json,
+                      size_t bytes, int json)
+{
+    if (json) {
+        printf("%s\n  {\"size_bytes\": %zu, \"ranks\": %d, \"codec\": \"%s\", \"algo\": \"%s\", ",
+               first_json ? "" : ",", bytes, world_size, codec, algo);
+        if (r->error[0])
+            printf("\"error\": \"%s\"}", r->error);
+        else
+            printf("\"native_ms\": %.6g, \"compressed_ms\": %.6g, \"speedup\": %.6g, "
+                   "\"bytes_offered\": %.0f, \"bytes_sent\": %.0f, \"ratio\": %.6g, "
+                   "\"rel_error\": %.6g, "
+                   "\"encode_ms\": %.6g, \"decode_ms\": %.6g, \"comm_ms\": %.6g, \"error\": null}",
+                   r->native_ms, r->ms, r->native_ms / r->ms, r->offered, r->sent,
+                   r->offered / r->sent, r->rel_err, r->enc_ms, r->dec_ms, r->comm_ms);
+        return;
+    }
+    if (r->error[0]) {
+        printf("%-9s %-15s   error: %s\n", codec, algo, r->error);
+        return;
+    }
+    printf("%-9s %-15s %10.3f %10.3f %7.2fx %12.0f %8.2f %9.2e %8.3f %8.3f %8.3f\n", codec, algo,
+           r->native_ms, r->ms, r->native_ms / r->ms, r->sent, r->offered / r->sent, r->rel_err,
+           r->enc_ms, r->dec_ms, r->comm_ms);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    options o;
+    if (!parse_options(&o, argc, argv)) {
+        MPI_Finalize();
+        return argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) ? 0 : 2;
+    }
+    size_t max_bytes = 0;
+    for (int i = 0; i < o.n_sizes; i++) max_bytes = o.sizes[i] > max_bytes ? o.sizes[i] : max_bytes;
+    const size_t max_n = max_bytes / sizeof(float);
+    float *in = malloc(max_n * sizeof(float)), *out = malloc(max_n * sizeof(float));
+    float *exact = malloc(max_n * sizeof(float));
+    if (!in || !out || !exact) {
+        fprintf(stderr, "gcmpi-coll-bench: rank %d: out of memory for %zu bytes\n", world_rank,
+                max_bytes);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    fill_laplace(in, max_n, 0x5EED0000ull + (uint64_t)world_rank);
+
+    gcmpi_config cfg;
+    gcmpi_scratch scratch = {0};
+    gcmpi_call_stats stats;
+    gcmpi_coll_ctx ctx = {.cfg = &cfg, .scratch = &scratch, .stats = &stats,
+                          .ws = gc_workspace_create(), .call_seed = 42};
+    PMPI_Comm_dup(MPI_COMM_WORLD, &ctx.comm);
+    ctx.rank = world_rank, ctx.size = world_size;
+
+    int first_json = 1;
+    if (o.json && world_rank == 0) printf("[");
+    for (int s = 0; s < o.n_sizes; s++) {
+        const size_t n = o.sizes[s] / sizeof(float);
+        if (n > (size_t)INT_MAX) {
+            if (world_rank == 0)
+                fprintf(stderr, "gcmpi-coll-bench: %zu bytes is above PMPI_Allreduce's int count; "
+                                "skipped\n", o.sizes[s]);
+            continue;
+        }
+        PMPI_Allreduce(in, exact, (int)n, MPI_FLOAT, MPI_SUM, ctx.comm);
+        if (!o.json && world_rank == 0) print_header(o.sizes[s]);
+        for (int c = 0; c < o.n_codecs; c++)
+            for (int a = 0; a < o.n_algos; a++) {
+                gcmpi_config_defaults(&cfg);
+                cfg.codec = o.codecs[c];
+                cfg.params.ratio = o.ratio, cfg.params.bits = o.bits;
+                cfg.params.bucket = o.bucket, cfg.params.rank = o.rank;
+                cfg.ef = o.ef;
+                cfg.algo = o.algos[a];
+                const gcmpi_algo run = gcmpi_coll_choose(&cfg, n, world_size);
+                if (!gcmpi_coll_supports(cfg.codec, run)) continue;
+                result r = {.algo = run};
+                char msg[256];
+                if (gc_is_error(gc_params_check(cfg.codec, &cfg.params, msg, sizeof msg)))
+                    snprintf(r.error, sizeof r.error, "%s", msg);
+                else
+                    time_case(&ctx, run, in, out, exact, n, &o, &r);
+                char algo_label[32];
+                snprintf(algo_label, sizeof algo_label, "%s%s",
+                         o.algos[a] == GCMPI_ALGO_AUTO ? "auto:" : "", algo_name(run));
+                if (world_rank == 0) print_row(gc_codec_name(cfg.codec), algo_label, &r, first_json,
+                                               o.sizes[s], o.json);
+                first_json = 0;
+                fflush(stdout);
+            }
+    }
+    if (o.json && world_rank == 0) printf("\n]\n");
+
+    gc_workspace_free(ctx.ws);
+    gcmpi_scratch_free(&scratch);
+    PMPI_Comm_free(&ctx.comm);
+    free(in), free(out), free(exact);
+    MPI_Finalize();
+    return 0;
+}

@@ -1,0 +1,100 @@
+/* coll_allgather.c — allreduce by all-gathering compressed vectors: each
+ * rank encodes its whole vector (with its residual), payload sizes are
+ * all-gathered, the payloads are all-gathered with PMPI_Allgatherv, and
+ * every rank decodes all p payloads in rank order into a zeroed output.
+ * Best for sparse codecs and small p: each rank receives p payloads.
+ *
+ * Also the payload all-gather that rsag's second half and the compressed
+ * MPI_Allgather use. */
+#include "coll_impl.h"
+
+int gcmpi_coll_allgather_payloads(gcmpi_coll_ctx *ctx, uint8_t *send, size_t len,
+                                  size_t max_len, gcmpi_gathered *got)
+{
+    const int p = ctx->size;
+    gcmpi_call_stats *st = ctx->stats;
+    const size_t unit = gcmpi_wire_unit(p, max_len);
+
+    /* sizes[p] int64, off[p] size_t, counts[p] int, displs[p] int */
+    uint8_t *meta = gcmpi_scratch_get(ctx->scratch, GCMPI_SCR_META,
+                                      (size_t)p * (2 * sizeof(int64_t) + 2 * sizeof(int)));
+    if (!meta) return MPI_ERR_NO_MEM;
+    int64_t *sizes = (int64_t *)meta;
+    size_t *off = (size_t *)(sizes + p);
+    int *counts = (int *)(off + p);
+    int *displs = counts + p;
+
+    int64_t mine = gcmpi_coll_wire_size(len);
+
+    double t0 = PMPI_Wtime();
+    int rc = PMPI_Allgather(&mine, 1, MPI_INT64_T, sizes, 1, MPI_INT64_T, ctx->comm);
+    st->comm_s += PMPI_Wtime() - t0;
+    st->bytes_sent += sizeof mine;
+    if (rc != MPI_SUCCESS) return rc;
+    rc = gcmpi_coll_first_failure(sizes, p);
+    if (rc != MPI_SUCCESS) return rc;
+
+    size_t total = 0;
+    for (int r = 0; r < p; r++) {
+        /* Every rank sees the same sizes, so this refusal is agreed too. */
+        if (sizes[r] > (int64_t)max_len) return MPI_ERR_OTHER;
+        size_t units = gcmpi_wire_units((size_t)sizes[r], unit);
+        counts[r] = (int)units;
+        displs[r] = (int)total;
+        off[r] = total * unit;
+        total += units;
+    }
+    uint8_t *recv = gcmpi_scratch_get(ctx->scratch, GCMPI_SCR_RECV, total * unit);
+    if (!recv) return MPI_ERR_NO_MEM;
+
+    MPI_Datatype type;
+    rc = gcmpi_wire_type(unit, &type);
+    if (rc != MPI_SUCCESS) return rc;
+    gcmpi_wire_pad(send, len, unit);
+    t0 = PMPI_Wtime();
+    rc = PMPI_Allgatherv(send, counts[ctx->rank], type, recv, counts, displs, type, ctx->comm);
+    st->comm_s += PMPI_Wtime() - t0;
+    st->bytes_sent += (uint64_t)counts[ctx->rank] * unit;
+    gcmpi_wire_type_free(&type);
+    if (rc != MPI_SUCCESS) return rc;
+
+    got->buf = recv;
+    got->len = sizes;
+    got->off = off;
+    return MPI_SUCCESS;
+}
+
+int gcmpi_allreduce_allgather(gcmpi_coll_ctx *ctx, const float *in, float *out,
+                              size_t count, gcmpi_ef_slot *ef)
+{
+    const gcmpi_config *cfg = ctx->cfg;
+    gcmpi_call_stats *st = ctx->stats;
+    const size_t bound = gc_bound(cfg->codec, count, &cfg->params);
+    /* The bound depends only on what all ranks share: a failure here is the
+     * same everywhere, so returning before any exchange is safe. */
+    if (gc_is_error(bound)) return gcmpi_coll_mpi_error(gc_error_code(bound));
+
+    const size_t unit = gcmpi_wire_unit(ctx->size, bound);
+    uint8_t *send = gcmpi_scratch_get(ctx->scratch, GCMPI_SCR_SEND,
+                                      gcmpi_wire_units(bound, unit) * unit);
+    if (!send) return MPI_ERR_NO_MEM;
+
+    double t0 = PMPI_Wtime();
+    size_t len = gcmpi_coll_encode(ctx, in, ef ? ef->residual : NULL, ef ? ef->state : NULL,
+                                   count, gcmpi_coll_seed(ctx, GCMPI_STAGE_LOCAL, 0), send, bound);
+    st->encode_s += PMPI_Wtime() - t0;
+
+    gcmpi_gathered got;
+    int rc = gcmpi_coll_allgather_payloads(ctx, send, len, bound, &got);
+    if (rc != MPI_SUCCESS) return rc;
+
+    /* in is fully consumed by the encode: out may alias it. */
+    t0 = PMPI_Wtime();
+    memset(out, 0, count * sizeof(float));
+    size_t r = 0;
+    for (int k = 0; k < ctx->size && !gc_is_error(r); k++)
+        r = gc_decode_add_as(cfg->codec, got.buf + got.off[k], (size_t)got.len[k], out, count,
+                             ctx->ws);
+    st->decode_s += PMPI_Wtime() - t0;
+    return gcmpi_coll_mpi_error(gc_error_code(r));
+}

@@ -1,0 +1,87 @@
+/* coll_choose.c — which algorithm a call uses, what error-feedback state it
+ * needs, and the dispatch to it.
+ *
+ * The auto rule (a pure function of the configuration and the communicator
+ * size, so every rank picks the same):
+ *   none, randk, powersgd  native: MPI sums the floats, randk's k values
+ *                 (shared indices) or PowerSGD's P and Q itself;
+ *   p = 2         allgather: it moves the same bytes as rsag in two
+ *                 exchanges instead of four, and quantises once, not twice;
+ *   sparse codecs allgather while p <= 8 (p small payloads beat four
+ *                 exchanges), rsag above;
+ *   dense codecs  rsag, about 2c bytes per rank whatever p (int8 too; its
+ *                 native form is there when forced).
+ * Native has no payload, so when the zstd stage or CRC is asked for, auto
+ * never picks it (a setting is never silently dropped): none goes to the
+ * dense rule, randk to the sparse rule, powersgd to allgather (its
+ * payloads, P and Q, are small). GCMPI_ALGO forces an algorithm; config/
+ * refuses native for a codec without a native path. */
+#include "coll_impl.h"
+
+static int codec_is(const gc_codec *c, const char *name)
+{
+    return strcmp(gc_codec_name(c), name) == 0;
+}
+
+int gcmpi_coll_supports(const gc_codec *codec, gcmpi_algo algo)
+{
+    if (!codec) return 0;
+    return algo != GCMPI_ALGO_NATIVE || gcmpi_codec_has_native_path(codec);
+}
+
+gcmpi_algo gcmpi_coll_choose(const gcmpi_config *cfg, size_t count, int comm_size)
+{
+    (void)count; /* eligible calls are large enough that size does not change the pick */
+    if (cfg->algo != GCMPI_ALGO_AUTO) return cfg->algo;
+    const gc_codec *c = cfg->codec;
+    const int payload_only = cfg->params.zstd_level > 0 || (cfg->params.flags & GC_PF_CRC);
+    if (!payload_only && (codec_is(c, "none") || codec_is(c, "randk") || codec_is(c, "powersgd")))
+        return GCMPI_ALGO_NATIVE;
+    if (codec_is(c, "powersgd") || comm_size <= 2) return GCMPI_ALGO_ALLGATHER;
+    if (gc_codec_flags(c) & GC_SPARSE)
+        return comm_size <= 8 ? GCMPI_ALGO_ALLGATHER : GCMPI_ALGO_RSAG;
+    return GCMPI_ALGO_RSAG;
+}
+
+void gcmpi_coll_slot_sizes(const gcmpi_config *cfg, gcmpi_algo algo, size_t count,
+                           int comm_size, size_t *server_floats, size_t *state_floats)
+{
+    if (algo == GCMPI_ALGO_AUTO) algo = gcmpi_coll_choose(cfg, count, comm_size);
+    const int p = comm_size > 0 ? comm_size : 1;
+    *server_floats = algo == GCMPI_ALGO_RSAG ? gcmpi_chunk_len(count, p, 0) : 0;
+    *state_floats = 0;
+    if (algo == GCMPI_ALGO_NATIVE && codec_is(cfg->codec, "powersgd")) {
+        gc_powersgd_shape s = gc_powersgd_shape_of(count, cfg->params.rank);
+        *state_floats = s.cols * s.rank; /* the warm-start Q */
+    } else if (gcmpi_coll_momentum_on(cfg)) {
+        *state_floats = count; /* DGC momentum u */
+    }
+}
+
+int gcmpi_allreduce_compressed(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in,
+                               float *out, size_t count, gcmpi_ef_slot *ef)
+{
+    gcmpi_call_stats scratch_stats;
+    gcmpi_call_stats *caller_stats = ctx->stats;
+    if (!ctx->stats) ctx->stats = &scratch_stats;
+    memset(ctx->stats, 0, sizeof *ctx->stats);
+    ctx->stats->bytes_offered = (uint64_t)count * sizeof(float);
+
+    if (algo == GCMPI_ALGO_AUTO) algo = gcmpi_coll_choose(ctx->cfg, count, ctx->size);
+    int rc = MPI_SUCCESS;
+    /* count is the same on every rank: an empty call is a no-op everywhere. */
+    if (count == 0) {
+        rc = MPI_SUCCESS;
+    } else if (!gcmpi_coll_supports(ctx->cfg->codec, algo)) {
+        rc = MPI_ERR_ARG;
+    } else {
+        switch (algo) {
+        case GCMPI_ALGO_ALLGATHER: rc = gcmpi_allreduce_allgather(ctx, in, out, count, ef); break;
+        case GCMPI_ALGO_NATIVE: rc = gcmpi_allreduce_native(ctx, in, out, count, ef); break;
+        case GCMPI_ALGO_RSAG:
+        case GCMPI_ALGO_AUTO: rc = gcmpi_allreduce_rsag(ctx, in, out, count, ef); break;
+        }
+    }
+    ctx->stats = caller_stats;
+    return rc;
+}

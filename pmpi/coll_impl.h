@@ -1,0 +1,220 @@
+/* coll_impl.h — what the collective algorithm files share: the scratch slot
+ * names, per-encode seeds, the encode step with error feedback, chunk
+ * boundaries, the wire unit that keeps PMPI_*v counts inside int, and the
+ * mapping from codec errors to MPI error codes. Internal to pmpi/.
+ *
+ * Failures are agreed where they can be: a rank whose encode fails still
+ * takes part in the size exchange and sends -(gc error code) as its size, so
+ * every rank sees the failure, returns the same MPI error code and nobody
+ * hangs in a later collective. Only local conditions after the last
+ * exchange (a payload corrupted in transit) and running out of memory while
+ * growing a scratch buffer are reported by one rank alone. */
+#ifndef GCMPI_COLL_IMPL_H
+#define GCMPI_COLL_IMPL_H
+
+#include "coll.h"
+
+#include <limits.h>
+#include <string.h>
+
+/* Slots of gcmpi_scratch the algorithms use; slots from
+ * GCMPI_SCRATCH_SHIM_FIRST on belong to the shim. */
+enum {
+    GCMPI_SCR_SEND = 0, /* payloads this rank sends                      */
+    GCMPI_SCR_RECV,     /* payloads it receives                          */
+    GCMPI_SCR_META,     /* sizes, counts, displacements                  */
+    GCMPI_SCR_CHUNK,    /* rsag: the reduced chunk; native: the values   */
+    GCMPI_SCR_AUX,      /* native: randk indices, int8 scales, powersgd P */
+    GCMPI_SCR_AUX2,     /* native: powersgd Q                            */
+    GCMPI_SCR_END
+};
+_Static_assert(GCMPI_SCR_END <= GCMPI_SCRATCH_SHIM_FIRST, "algorithm slots overlap the shim's");
+
+/* 1 if algo can carry codec: allgather and rsag carry every codec, native
+ * those config/ lists (gcmpi_codec_has_native_path: none, randk, int8,
+ * powersgd), which is also what GCMPI_ALGO=native is checked against. */
+int gcmpi_coll_supports(const gc_codec *codec, gcmpi_algo algo);
+
+/* The algorithms (coll_allgather.c, coll_rsag.c, coll_native.c). Each
+ * expects count > 0 and a codec it supports (gcmpi_coll_supports). */
+int gcmpi_allreduce_allgather(gcmpi_coll_ctx *ctx, const float *in, float *out,
+                              size_t count, gcmpi_ef_slot *ef);
+int gcmpi_allreduce_rsag(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t count,
+                         gcmpi_ef_slot *ef);
+int gcmpi_allreduce_native(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t count,
+                           gcmpi_ef_slot *ef);
+
+/* ---- payload all-gather (coll_allgather.c), shared with rsag and the
+ * compressed MPI_Allgather ------------------------------------------------ */
+
+/* What every rank holds after gcmpi_coll_allgather_payloads: payload r is
+ * len[r] bytes at buf + off[r]. */
+typedef struct gcmpi_gathered {
+    const uint8_t *buf;
+    const int64_t *len;
+    const size_t *off;
+} gcmpi_gathered;
+
+/* All-gather one payload per rank. send holds len bytes and has room up to
+ * the next multiple of gcmpi_wire_unit(p, max_len); len may be a gc error
+ * (then every rank returns that error). Every rank passes the same max_len,
+ * an upper bound of any rank's payload. Returns MPI_SUCCESS or an error
+ * code that is the same on all ranks. */
+int gcmpi_coll_allgather_payloads(gcmpi_coll_ctx *ctx, uint8_t *send, size_t len,
+                                  size_t max_len, gcmpi_gathered *got);
+
+/* ---- errors -------------------------------------------------------------- */
+
+static inline int gcmpi_coll_mpi_error(gc_error e)
+{
+    switch (e) {
+    case GC_OK: return MPI_SUCCESS;
+    case GC_ERR_ALLOC: return MPI_ERR_NO_MEM;
+    case GC_ERR_PARAM:
+    case GC_ERR_UNKNOWN_CODEC: return MPI_ERR_ARG;
+    case GC_ERR_UNSUPPORTED: return MPI_ERR_UNSUPPORTED_OPERATION;
+    default: return MPI_ERR_OTHER;
+    }
+}
+
+/* A gc error as a size_t (codecs/ keeps its GC_ERROR macro internal). */
+#define GCMPI_GC_ERROR(e) ((size_t)0 - (size_t)(e))
+
+/* A payload size as exchanged: bytes, or -(gc error code) for a failure. */
+static inline int64_t gcmpi_coll_wire_size(size_t len)
+{
+    return gc_is_error(len) ? -(int64_t)gc_error_code(len) : (int64_t)len;
+}
+
+/* The MPI error for the first failure in sizes[0..n) (rank order, so all
+ * ranks that see the same sizes agree), MPI_SUCCESS if none. */
+static inline int gcmpi_coll_first_failure(const int64_t *sizes, int n)
+{
+    for (int r = 0; r < n; r++)
+        if (sizes[r] < 0) return gcmpi_coll_mpi_error((gc_error)-sizes[r]);
+    return MPI_SUCCESS;
+}
+
+/* ---- seeds ---------------------------------------------------------------- */
+
+static inline uint64_t gcmpi_coll_mix(uint64_t z)
+{
+    z += 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Stages of an encode, for the seed. */
+enum { GCMPI_STAGE_LOCAL = 0, GCMPI_STAGE_SERVER = 1 };
+
+/* Seed of one encode of part (a chunk index). Stochastic codecs get the
+ * rank and stage mixed in: their rounding or sampling must be independent
+ * per rank. Linear codecs (randk) are summable only because every rank
+ * draws the same indices: they, like deterministic codecs, get the same
+ * seed on every rank and at both stages, so the server re-encode of chunk j
+ * keeps exactly the indices the ranks sent. */
+static inline uint64_t gcmpi_coll_seed(const gcmpi_coll_ctx *ctx, unsigned stage, size_t part)
+{
+    uint64_t s = gcmpi_coll_mix(ctx->call_seed ^ gcmpi_coll_mix((uint64_t)part));
+    const unsigned flags = gc_codec_flags(ctx->cfg->codec);
+    if ((flags & GC_STOCHASTIC) && !(flags & GC_LINEAR))
+        s = gcmpi_coll_mix(s ^ gcmpi_coll_mix(((uint64_t)(unsigned)ctx->rank << 1) | stage));
+    return s;
+}
+
+/* ---- error feedback ------------------------------------------------------- */
+
+/* DGC momentum correction runs for sparse codecs when configured; dense
+ * codecs have no "sent" set to clear and use plain error feedback. */
+static inline int gcmpi_coll_momentum_on(const gcmpi_config *cfg)
+{
+    return cfg->ef_momentum > 0.0 && (gc_codec_flags(cfg->codec) & GC_SPARSE);
+}
+
+/* Adds what the encoder measured (eg bits) to the call's statistics. */
+static inline void gcmpi_coll_note_encode(gcmpi_coll_ctx *ctx)
+{
+    const gc_encode_report *rep = gc_workspace_report(ctx->ws);
+    if (rep->code_bits_per_element > 0.0 || rep->fl_bits_per_element > 0.0) {
+        ctx->stats->eg_code_bits += rep->code_bits_per_element * (double)rep->n;
+        ctx->stats->eg_fl_bits += rep->fl_bits_per_element * (double)rep->n;
+        ctx->stats->eg_elements += rep->n;
+    }
+}
+
+/* Encode g[0..n) with this rank's error feedback into dst[0..cap): v = g + r
+ * (r may be NULL), or the momentum-corrected v when u is given and momentum
+ * is on. Returns payload bytes or a gc error. */
+static inline size_t gcmpi_coll_encode(gcmpi_coll_ctx *ctx, const float *g, float *r,
+                                       float *u, size_t n, uint64_t seed, void *dst,
+                                       size_t cap)
+{
+    const gcmpi_config *cfg = ctx->cfg;
+    size_t len;
+    if (r && u && gcmpi_coll_momentum_on(cfg))
+        len = gc_encode_momentum(cfg->codec, g, u, r, n, (float)cfg->ef_momentum, &cfg->params,
+                                 seed, dst, cap, ctx->ws);
+    else
+        len = gc_encode(cfg->codec, g, r, n, &cfg->params, seed, dst, cap, ctx->ws);
+    if (!gc_is_error(len)) gcmpi_coll_note_encode(ctx);
+    return len;
+}
+
+/* ---- chunks (rsag) ------------------------------------------------------- */
+
+/* Chunk j of p over count elements: balanced, the first count % p chunks
+ * one element longer; identical on all ranks. */
+static inline size_t gcmpi_chunk_start(size_t count, int p, int j)
+{
+    size_t q = count / (size_t)p, rem = count % (size_t)p, jj = (size_t)j;
+    return q * jj + (jj < rem ? jj : rem);
+}
+static inline size_t gcmpi_chunk_len(size_t count, int p, int j)
+{
+    return count / (size_t)p + ((size_t)j < count % (size_t)p);
+}
+
+/* ---- the wire unit ------------------------------------------------------
+ * PMPI_*v counts and displacements are int. Payloads travel as elements of
+ * unit bytes, unit the smallest power of two with which p payloads of up to
+ * max_len bytes fit in INT_MAX elements: 1 (MPI_BYTE) below 2 GiB in all, a
+ * contiguous type above. Every rank derives the unit from values all ranks
+ * share, so both sides of each transfer agree on it. */
+static inline size_t gcmpi_wire_unit(int p, size_t max_len)
+{
+    size_t unit = 1;
+    while ((size_t)p * ((max_len + unit - 1) / unit) > (size_t)INT_MAX) unit *= 2;
+    return unit;
+}
+
+static inline size_t gcmpi_wire_units(size_t bytes, size_t unit)
+{
+    return (bytes + unit - 1) / unit;
+}
+
+/* The MPI type of one wire unit; free with gcmpi_wire_type_free. */
+static inline int gcmpi_wire_type(size_t unit, MPI_Datatype *type)
+{
+    *type = MPI_BYTE;
+    if (unit == 1) return MPI_SUCCESS;
+    if (unit > (size_t)INT_MAX) return MPI_ERR_COUNT;
+    int rc = PMPI_Type_contiguous((int)unit, MPI_BYTE, type);
+    if (rc == MPI_SUCCESS) rc = PMPI_Type_commit(type);
+    return rc;
+}
+
+static inline void gcmpi_wire_type_free(MPI_Datatype *type)
+{
+    if (*type != MPI_BYTE) PMPI_Type_free(type);
+}
+
+/* Zero the bytes between a payload's end and its last wire unit, so no
+ * uninitialised memory goes on the wire. */
+static inline void gcmpi_wire_pad(uint8_t *payload, size_t len, size_t unit)
+{
+    size_t padded = gcmpi_wire_units(len, unit) * unit;
+    if (padded > len) memset(payload + len, 0, padded - len);
+}
+
+#endif /* GCMPI_COLL_IMPL_H */

@@ -1,0 +1,718 @@
+/* test_algos.c — the compressed collective algorithms (pmpi/coll_*.c),
+ * called directly, without the preloaded shim: run under mpirun with 2, 3
+ * and 4 ranks. Each test states one property; a failed check prints the
+ * rank and what differed, and the program exits non-zero on every rank.
+ *
+ * Checks never skip a collective call, so a failure on one rank cannot
+ * make the others hang. */
+#include "coll_impl.h" /* gcmpi_coll_supports */
+#include "codec_impl.h" /* gc_codec_none's descriptor, for a codec that fails on purpose */
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+static int my_rank;
+static const char *codec_filter; /* argv[2]: comma-separated codec names */
+static int verbose;               /* TEST_ALGOS_VERBOSE=1: print measured errors */
+
+#define CHECK(cond, ...)                                                                  \
+    do {                                                                                  \
+        if (!(cond)) {                                                                    \
+            if (++failures > 20) break;                                                   \
+            fprintf(stderr, "[rank %d] %s:%d: ", my_rank, __func__, __LINE__);           \
+            fprintf(stderr, __VA_ARGS__);                                                 \
+            fputc('\n', stderr);                                                          \
+        }                                                                                 \
+    } while (0)
+
+/* ---- harness -------------------------------------------------------------- */
+
+typedef struct harness {
+    gcmpi_config cfg;
+    gcmpi_scratch scratch;
+    gcmpi_call_stats stats;
+    gcmpi_coll_ctx ctx;
+} harness;
+
+static const gcmpi_algo all_algos[] = {GCMPI_ALGO_ALLGATHER, GCMPI_ALGO_RSAG, GCMPI_ALGO_NATIVE};
+static const char *algo_name(gcmpi_algo a)
+{
+    return a == GCMPI_ALGO_ALLGATHER ? "allgather"
+           : a == GCMPI_ALGO_RSAG    ? "rsag"
+           : a == GCMPI_ALGO_NATIVE  ? "native"
+                                     : "auto";
+}
+
+static void harness_init(harness *h, MPI_Comm comm)
+{
+    memset(h, 0, sizeof *h);
+    gcmpi_config_defaults(&h->cfg);
+    PMPI_Comm_dup(comm, &h->ctx.comm);
+    PMPI_Comm_rank(h->ctx.comm, &h->ctx.rank);
+    PMPI_Comm_size(h->ctx.comm, &h->ctx.size);
+    h->ctx.cfg = &h->cfg;
+    h->ctx.ws = gc_workspace_create();
+    h->ctx.scratch = &h->scratch;
+    h->ctx.stats = &h->stats;
+    h->ctx.call_seed = 12345;
+}
+
+static void harness_free(harness *h)
+{
+    gc_workspace_free(h->ctx.ws);
+    gcmpi_scratch_free(&h->scratch);
+    PMPI_Comm_free(&h->ctx.comm);
+}
+
+/* Codec by name with default parameters, ratio and momentum reset. */
+static void use_codec(harness *h, const char *name)
+{
+    h->cfg.codec = gc_codec_by_name(name);
+    gc_params_default(&h->cfg.params);
+    h->cfg.ef_momentum = 0.0;
+    if (!h->cfg.codec) {
+        fprintf(stderr, "codec %s is not registered\n", name);
+        abort();
+    }
+}
+
+/* 1 when the codec at registry index i is selected by argv[2]. */
+static int codec_selected(size_t i)
+{
+    if (!codec_filter) return 1;
+    const char *name = gc_codec_name(gc_codec_at(i));
+    size_t len = strlen(name);
+    for (const char *s = codec_filter; *s;) {
+        const char *e = strchr(s, ',');
+        size_t l = e ? (size_t)(e - s) : strlen(s);
+        if (l == len && strncmp(s, name, len) == 0) return 1;
+        s += l + (e != NULL);
+    }
+    return 0;
+}
+
+/* An error-feedback slot sized as the shim would size it. */
+typedef struct ef_buf {
+    gcmpi_ef_slot slot;
+} ef_buf;
+
+static void ef_alloc(ef_buf *e, const harness *h, gcmpi_algo algo, size_t count)
+{
+    size_t server = 0, state = 0;
+    gcmpi_coll_slot_sizes(&h->cfg, algo, count, h->ctx.size, &server, &state);
+    e->slot.residual = calloc(count ? count : 1, sizeof(float));
+    e->slot.server = server ? calloc(server, sizeof(float)) : NULL;
+    e->slot.state = state ? calloc(state, sizeof(float)) : NULL;
+    e->slot.fresh = 1;
+}
+
+static void ef_free(ef_buf *e)
+{
+    free(e->slot.residual);
+    free(e->slot.server);
+    free(e->slot.state);
+}
+
+static int allreduce(harness *h, gcmpi_algo algo, const float *in, float *out, size_t n,
+                     gcmpi_ef_slot *ef)
+{
+    int rc = gcmpi_allreduce_compressed(&h->ctx, algo, in, out, n, ef);
+    h->ctx.call_seed = h->ctx.call_seed * 6364136223846793005ull + 1442695040888963407ull;
+    if (ef) ef->fresh = 0;
+    return rc;
+}
+
+/* ---- data ----------------------------------------------------------------- */
+
+static uint64_t rng_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Small integers, exactly summable in float: rank r's value at i. */
+static float int_value(int r, size_t i)
+{
+    return (float)((long)((i * 7 + (size_t)r * 13) % 19) - 9);
+}
+
+/* Laplace(0, 1) samples of rank r: heavy-ish tails like gradients. */
+static void fill_laplace(float *x, size_t n, int r)
+{
+    uint64_t s = 1000 + (uint64_t)r;
+    for (size_t i = 0; i < n; i++) {
+        double u = ((double)(rng_next(&s) >> 11) + 0.5) * 0x1p-53 - 0.5;
+        x[i] = (float)(-(u < 0 ? -1.0 : 1.0) * log(1.0 - 2.0 * fabs(u)));
+    }
+}
+
+static double l2(const float *x, size_t n)
+{
+    double s = 0;
+    for (size_t i = 0; i < n; i++) s += (double)x[i] * x[i];
+    return sqrt(s);
+}
+
+static double rel_err(const float *ref, const float *got, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)ref[i] - got[i];
+        num += d * d;
+        den += (double)ref[i] * ref[i];
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+/* 1 when every rank holds the same bytes in x. */
+static int same_on_all_ranks(const harness *h, const float *x, size_t n)
+{
+    uint64_t hash = 1469598103934665603ull;
+    const unsigned char *b = (const unsigned char *)x;
+    for (size_t i = 0; i < n * sizeof(float); i++) hash = (hash ^ b[i]) * 1099511628211ull;
+    uint64_t *all = malloc((size_t)h->ctx.size * sizeof *all);
+    PMPI_Allgather(&hash, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, h->ctx.comm);
+    int same = 1;
+    for (int r = 0; r < h->ctx.size; r++) same &= all[r] == hash;
+    free(all);
+    return same;
+}
+
+/* ---- tests ------------------------------------------------------------------ */
+
+/* Codec none through every algorithm sums integer-valued floats exactly, for
+ * counts that are 0, below p, not divisible by p and large, in place or not. */
+static void test_none_sums_exactly_with_every_algorithm(harness *h)
+{
+    const int p = h->ctx.size;
+    const size_t counts[] = {0, 1, (size_t)p - 1, (size_t)p + 1, 1000, 65537};
+    use_codec(h, "none");
+    for (size_t a = 0; a < 3; a++)
+        for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++)
+            for (int in_place = 0; in_place < 2; in_place++) {
+                const size_t n = counts[c];
+                float *in = malloc((n + 1) * sizeof(float));
+                float *out = malloc((n + 1) * sizeof(float));
+                float *want = calloc(n + 1, sizeof(float));
+                for (size_t i = 0; i < n; i++) {
+                    in[i] = int_value(h->ctx.rank, i);
+                    for (int r = 0; r < p; r++) want[i] += int_value(r, i);
+                }
+                ef_buf ef;
+                ef_alloc(&ef, h, all_algos[a], n);
+                float *dst = in_place ? in : out;
+                int rc = allreduce(h, all_algos[a], in, dst, n, &ef.slot);
+                CHECK(rc == MPI_SUCCESS, "%s n=%zu: rc %d", algo_name(all_algos[a]), n, rc);
+                size_t bad = 0;
+                for (size_t i = 0; i < n; i++) bad += dst[i] != want[i];
+                CHECK(bad == 0, "%s n=%zu in_place=%d: %zu elements differ from the exact sum",
+                      algo_name(all_algos[a]), n, in_place, bad);
+                CHECK(same_on_all_ranks(h, dst, n), "%s n=%zu: ranks differ",
+                      algo_name(all_algos[a]), n);
+                ef_free(&ef);
+                free(in);
+                free(out);
+                free(want);
+            }
+}
+
+/* Every codec through every algorithm it supports leaves bit-identical
+ * results on all ranks, including counts below p, with error feedback
+ * carried over two calls and, for sparse codecs, momentum correction. */
+static void test_every_codec_gives_identical_bytes_on_every_rank(harness *h)
+{
+    const int p = h->ctx.size;
+    const size_t counts[] = {1, (size_t)p + 1, 65537};
+    for (size_t ci = 0; ci < gc_codec_count(); ci++)
+        if (codec_selected(ci))
+        for (int momentum = 0; momentum < 2; momentum++)
+            for (size_t a = 0; a < 3; a++)
+                for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+                    const char *name = gc_codec_name(gc_codec_at(ci));
+                    use_codec(h, name);
+                    if (momentum && !(gc_codec_flags(h->cfg.codec) & GC_SPARSE)) continue;
+                    h->cfg.ef_momentum = momentum ? 0.9 : 0.0;
+                    h->cfg.params.ratio = 0.1;
+                    if (!gcmpi_coll_supports(h->cfg.codec, all_algos[a])) continue;
+                    const size_t n = counts[c];
+                    float *in = malloc(n * sizeof(float));
+                    float *out = malloc(n * sizeof(float));
+                    fill_laplace(in, n, h->ctx.rank);
+                    ef_buf ef;
+                    ef_alloc(&ef, h, all_algos[a], n);
+                    if (momentum) CHECK(ef.slot.state != NULL, "%s: no momentum state", name);
+                    for (int call = 0; call < 2; call++) {
+                        int rc = allreduce(h, all_algos[a], in, out, n, &ef.slot);
+                        CHECK(rc == MPI_SUCCESS, "%s %s n=%zu momentum=%d: rc %d", name,
+                              algo_name(all_algos[a]), n, momentum, rc);
+                        CHECK(same_on_all_ranks(h, out, n), "%s %s n=%zu: ranks differ", name,
+                              algo_name(all_algos[a]), n);
+                    }
+                    ef_free(&ef);
+                    free(in);
+                    free(out);
+                }
+}
+
+/* Deterministic codecs: what a rank can compute alone from every rank's
+ * input must equal the collective's result bit for bit. */
+static int deterministic(const gc_codec *c)
+{
+    return !(gc_codec_flags(c) & (GC_STOCHASTIC | GC_LINEAR)) ||
+           strcmp(gc_codec_name(c), "none") == 0;
+}
+
+/* acc += D(E(x)), encoded without error feedback. */
+static void decode_own(const gc_codec *c, const gc_params *par, const float *x, size_t n,
+                       float *acc)
+{
+    size_t cap = gc_bound(c, n, par);
+    void *buf = malloc(cap);
+    size_t len = gc_encode(c, x, NULL, n, par, 0, buf, cap, NULL);
+    size_t r = gc_is_error(len) ? len : gc_decode_add_as(c, buf, len, acc, n, NULL);
+    CHECK(!gc_is_error(r), "%s local round trip: %s", gc_codec_name(c), gc_error_name(r));
+    free(buf);
+}
+
+/* allgather = the rank-order sum of each rank's decoded payload. */
+static void test_allgather_equals_rank_order_sum_of_decoded_payloads(harness *h)
+{
+    const int p = h->ctx.size;
+    const size_t n = 10007;
+    float *in = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float));
+    float *x = malloc(n * sizeof(float)), *want = malloc(n * sizeof(float));
+    for (size_t ci = 0; ci < gc_codec_count(); ci++) {
+        const gc_codec *c = gc_codec_at(ci);
+        if (!deterministic(c) || !codec_selected(ci)) continue;
+        use_codec(h, gc_codec_name(c));
+        fill_laplace(in, n, h->ctx.rank);
+        memset(want, 0, n * sizeof(float));
+        for (int r = 0; r < p; r++) {
+            fill_laplace(x, n, r);
+            decode_own(c, &h->cfg.params, x, n, want);
+        }
+        int rc = allreduce(h, GCMPI_ALGO_ALLGATHER, in, out, n, NULL);
+        CHECK(rc == MPI_SUCCESS, "%s: rc %d", gc_codec_name(c), rc);
+        CHECK(memcmp(out, want, n * sizeof(float)) == 0,
+              "%s: allgather differs from the rank-order sum of decoded payloads (rel %g)",
+              gc_codec_name(c), rel_err(want, out, n));
+    }
+    free(in), free(out), free(x), free(want);
+}
+
+/* rsag = per chunk: the rank-order sum of decoded chunk payloads, encoded
+ * once more and decoded. Chunk j spans the balanced j-th part. */
+static void test_rsag_equals_two_stage_chunk_reference(harness *h)
+{
+    const int p = h->ctx.size;
+    const size_t n = 10007;
+    float *in = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float));
+    float *x = malloc(n * sizeof(float)), *red = malloc(n * sizeof(float));
+    float *want = malloc(n * sizeof(float));
+    for (size_t ci = 0; ci < gc_codec_count(); ci++) {
+        const gc_codec *c = gc_codec_at(ci);
+        if (!deterministic(c) || !codec_selected(ci)) continue;
+        use_codec(h, gc_codec_name(c));
+        fill_laplace(in, n, h->ctx.rank);
+        memset(red, 0, n * sizeof(float));
+        memset(want, 0, n * sizeof(float));
+        for (int j = 0; j < p; j++) {
+            const size_t q = n / (size_t)p, rem = n % (size_t)p, jj = (size_t)j;
+            const size_t lo = q * jj + (jj < rem ? jj : rem), len = q + (jj < rem);
+            for (int r = 0; r < p; r++) {
+                fill_laplace(x, n, r);
+                decode_own(c, &h->cfg.params, x + lo, len, red + lo);
+            }
+            decode_own(c, &h->cfg.params, red + lo, len, want + lo);
+        }
+        int rc = allreduce(h, GCMPI_ALGO_RSAG, in, out, n, NULL);
+        CHECK(rc == MPI_SUCCESS, "%s: rc %d", gc_codec_name(c), rc);
+        CHECK(memcmp(out, want, n * sizeof(float)) == 0,
+              "%s: rsag differs from the two-stage chunk reference (rel %g)", gc_codec_name(c),
+              rel_err(want, out, n));
+    }
+    free(in), free(out), free(x), free(red), free(want);
+}
+
+/* A lossy codec's collective error is at most 3x the codec's own
+ * round-trip error on the summed vector (independent errors of p
+ * contributions, plus rsag's second stage, stay within that). */
+static void test_lossy_codecs_stay_within_a_bound(harness *h)
+{
+    const int p = h->ctx.size;
+    const size_t n = 20000;
+    float *in = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float));
+    float *x = malloc(n * sizeof(float)), *sum = calloc(n, sizeof(float));
+    float *own = malloc(n * sizeof(float));
+    for (int r = 0; r < p; r++) {
+        fill_laplace(x, n, r);
+        for (size_t i = 0; i < n; i++) sum[i] += x[i];
+    }
+    fill_laplace(in, n, h->ctx.rank);
+    for (size_t ci = 0; ci < gc_codec_count(); ci++)
+        for (size_t a = 0; a < 3 && codec_selected(ci); a++) {
+            const gc_codec *c = gc_codec_at(ci);
+            use_codec(h, gc_codec_name(c));
+            h->cfg.params.ratio = 0.1;
+            /* native int8 trades levels for p: its own test below */
+            if (!gcmpi_coll_supports(c, all_algos[a]) ||
+                (all_algos[a] == GCMPI_ALGO_NATIVE && strcmp(gc_codec_name(c), "int8") == 0))
+                continue;
+            memset(own, 0, n * sizeof(float));
+            decode_own(c, &h->cfg.params, sum, n, own);
+            const double bound = 3.0 * rel_err(sum, own, n) + 1e-6;
+            int rc = allreduce(h, all_algos[a], in, out, n, NULL);
+            CHECK(rc == MPI_SUCCESS, "%s %s: rc %d", gc_codec_name(c), algo_name(all_algos[a]), rc);
+            double e = rel_err(sum, out, n);
+            if (verbose && my_rank == 0)
+                printf("  %-8s %-9s relative error %.3g, bound %.3g\n", gc_codec_name(c),
+                       algo_name(all_algos[a]), e, bound);
+            CHECK(e <= bound, "%s %s: relative error %g above the bound %g", gc_codec_name(c),
+                  algo_name(all_algos[a]), e, bound);
+        }
+    free(in), free(out), free(x), free(sum), free(own);
+}
+
+/* native int8: each of p contributions is off by at most half a step,
+ * step = (bucket max over ranks) / L with L = floor(127/p) for p <= 8,
+ * else 127. */
+static void test_native_int8_error_is_at_most_half_a_step_per_rank(harness *h)
+{
+    const int p = h->ctx.size;
+    const size_t n = 5000;
+    use_codec(h, "int8");
+    h->cfg.params.bucket = 256;
+    const float L = p <= 8 ? (float)(127 / p) : 127.0f;
+    float *in = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float));
+    float *x = malloc(n * sizeof(float)), *sum = calloc(n, sizeof(float));
+    float *top = calloc(n / 256 + 1, sizeof(float));
+    for (int r = 0; r < p; r++) {
+        fill_laplace(x, n, r);
+        for (size_t i = 0; i < n; i++) {
+            sum[i] += x[i];
+            top[i / 256] = fmaxf(top[i / 256], fabsf(x[i]));
+        }
+    }
+    fill_laplace(in, n, h->ctx.rank);
+    int rc = allreduce(h, GCMPI_ALGO_NATIVE, in, out, n, NULL);
+    CHECK(rc == MPI_SUCCESS, "rc %d", rc);
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        double half_step = top[i / 256] / L / 2;
+        bad += fabs((double)out[i] - sum[i]) > p * half_step * (1 + 1e-5) + 1e-6;
+    }
+    CHECK(bad == 0, "%zu elements off by more than p half steps", bad);
+    CHECK(h->stats.bytes_sent < h->stats.bytes_offered, "sent %llu of %llu bytes",
+          (unsigned long long)h->stats.bytes_sent, (unsigned long long)h->stats.bytes_offered);
+    free(in), free(out), free(x), free(sum), free(top);
+}
+
+/* native randk: the exact sum on the k indices of the call seed, zero
+ * elsewhere. */
+static void test_native_randk_is_exact_on_the_chosen_indices(harness *h)
+{
+    const int p = h->ctx.size;
+    const size_t n = 10000;
+    use_codec(h, "randk");
+    h->cfg.params.ratio = 0.05;
+    float *in = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float));
+    char *kept = calloc(n, 1);
+    const size_t k = gc_randk_count(n, &h->cfg.params);
+    uint32_t *idx = malloc(k * sizeof *idx);
+    CHECK(gc_randk_indices(n, &h->cfg.params, h->ctx.call_seed, idx, NULL) == k, "indices");
+    for (size_t j = 0; j < k; j++) kept[idx[j]] = 1;
+    for (size_t i = 0; i < n; i++) in[i] = int_value(h->ctx.rank, i);
+    int rc = allreduce(h, GCMPI_ALGO_NATIVE, in, out, n, NULL);
+    CHECK(rc == MPI_SUCCESS, "rc %d", rc);
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        float want = 0;
+        for (int r = 0; r < p && kept[i]; r++) want += int_value(r, i);
+        bad += out[i] != want;
+    }
+    CHECK(bad == 0, "%zu elements differ", bad);
+    CHECK(h->stats.bytes_sent == k * sizeof(float), "sent %llu bytes for k=%zu",
+          (unsigned long long)h->stats.bytes_sent, k);
+    free(in), free(out), free(kept), free(idx);
+}
+
+/* native powersgd recovers a rank-1 sum (every rank a multiple of the same
+ * a b^T), with and without error feedback, at rank 1 and rank 4. */
+static void test_native_powersgd_is_exact_on_a_rank_one_sum(harness *h)
+{
+    const int p = h->ctx.size;
+    const size_t n = 4000; /* 64 x 63 */
+    float *in = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float));
+    float *sum = calloc(n, sizeof(float));
+    for (unsigned rank = 1; rank <= 4; rank += 3)
+        for (int with_ef = 0; with_ef < 2; with_ef++) {
+            use_codec(h, "powersgd");
+            h->cfg.params.rank = rank;
+            gc_powersgd_shape s = gc_powersgd_shape_of(n, rank);
+            for (size_t i = 0; i < n; i++) {
+                float a = (float)(i / s.cols % 5) - 2.0f, b = (float)(i % s.cols % 3) + 1.0f;
+                in[i] = (float)(h->ctx.rank + 1) * a * b;
+                sum[i] = (float)(p * (p + 1) / 2) * a * b;
+            }
+            ef_buf ef;
+            ef_alloc(&ef, h, GCMPI_ALGO_NATIVE, n);
+            int rc = allreduce(h, GCMPI_ALGO_NATIVE, in, out, n, with_ef ? &ef.slot : NULL);
+            CHECK(rc == MPI_SUCCESS, "rc %d", rc);
+            double e = rel_err(sum, out, n);
+            CHECK(e <= 1e-4, "rank %u ef=%d: relative error %g", rank, with_ef, e);
+            if (with_ef) CHECK(l2(ef.slot.residual, n) <= 1e-4 * l2(in, n), "residual left");
+            ef_free(&ef);
+        }
+    free(in), free(out), free(sum);
+}
+
+/* Error feedback: sending the same gradient T times, the mean of the
+ * outputs approaches the true sum like 1/T (what was not sent is carried,
+ * not lost: mean = sum - residuals / T). Checked as: error after 64 calls
+ * <= 0.35 x error after 8. One case per place a residual lives: the local
+ * residual of allgather and rsag (a sparse and a dense codec), rsag's
+ * server residual, and each native path (int8's own quantiser, randk's
+ * shared indices, PowerSGD's low-rank residual with warm start). The codec
+ * round trips alone converge like this too; scaled sign's residual takes
+ * hundreds of calls to settle, and an unbiased quantiser with few levels
+ * (qsgd at 4 bits) is not a contraction, so error feedback does not bound
+ * its residual: those are not properties of the algorithms. */
+static void test_error_feedback_mean_approaches_the_true_sum(harness *h)
+{
+    static const struct { const char *codec; gcmpi_algo algo; } cases[] = {
+        {"topk", GCMPI_ALGO_ALLGATHER}, {"topk", GCMPI_ALGO_RSAG},
+        {"int8", GCMPI_ALGO_ALLGATHER}, {"int8", GCMPI_ALGO_RSAG},
+        {"int8", GCMPI_ALGO_NATIVE},    {"randk", GCMPI_ALGO_NATIVE},
+        {"powersgd", GCMPI_ALGO_NATIVE},
+    };
+    const int p = h->ctx.size;
+    const size_t n = 2000;
+    float *in = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float));
+    float *x = malloc(n * sizeof(float)), *sum = calloc(n, sizeof(float));
+    double *acc = malloc(n * sizeof(double));
+    float *mean = malloc(n * sizeof(float));
+    for (int r = 0; r < p; r++) {
+        fill_laplace(x, n, r);
+        for (size_t i = 0; i < n; i++) sum[i] += x[i];
+    }
+    fill_laplace(in, n, h->ctx.rank);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const gcmpi_algo algo = cases[c].algo;
+        use_codec(h, cases[c].codec);
+        h->cfg.params.ratio = 0.25;
+        ef_buf ef;
+        ef_alloc(&ef, h, algo, n);
+        memset(acc, 0, n * sizeof(double));
+        double e8 = 0, e64 = 0;
+        for (int t = 1; t <= 64; t++) {
+            int rc = allreduce(h, algo, in, out, n, &ef.slot);
+            CHECK(rc == MPI_SUCCESS, "%s %s: rc %d", cases[c].codec, algo_name(algo), rc);
+            for (size_t i = 0; i < n; i++) {
+                acc[i] += out[i];
+                mean[i] = (float)(acc[i] / t);
+            }
+            if (t == 8) e8 = rel_err(sum, mean, n);
+            if (t == 64) e64 = rel_err(sum, mean, n);
+        }
+        if (verbose && my_rank == 0)
+            printf("  %-8s %-9s mean error %.3g after 8 calls, %.3g after 64\n", cases[c].codec,
+                   algo_name(algo), e8, e64);
+        CHECK(e64 <= 0.35 * e8, "%s %s: mean error %g after 8 calls, %g after 64", cases[c].codec,
+              algo_name(algo), e8, e64);
+        ef_free(&ef);
+    }
+    free(in), free(out), free(x), free(sum), free(acc), free(mean);
+}
+
+/* A codec whose encode fails on rank 0 only: every rank must return the
+ * same error (nobody waits in an exchange the others left), and the next
+ * call on the same communicator works. */
+static size_t failing_encode(const float *g, float *r, size_t n, const gc_params *par,
+                             uint64_t seed, uint8_t *dst, size_t cap, gc_workspace *ws)
+{
+    if (n && g[0] < 0) return (size_t)0 - (size_t)GC_ERR_PARAM;
+    return gc_codec_none.encode(g, r, n, par, seed, dst, cap, ws);
+}
+
+static void test_a_failed_encode_on_one_rank_fails_the_call_everywhere(harness *h)
+{
+    static gc_codec failing;
+    failing = gc_codec_none;
+    failing.name = "failing";
+    failing.encode = failing_encode;
+    const size_t n = 1000;
+    float *in = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) in[i] = h->ctx.rank == 0 ? -1.0f : 1.0f;
+    for (size_t a = 0; a < 2; a++) {
+        use_codec(h, "none");
+        h->cfg.codec = &failing;
+        int rc = allreduce(h, all_algos[a], in, out, n, NULL);
+        CHECK(rc == MPI_ERR_ARG, "%s: rc %d, want MPI_ERR_ARG on every rank",
+              algo_name(all_algos[a]), rc);
+        use_codec(h, "none");
+        for (size_t i = 0; i < n; i++) in[i] = 1.0f;
+        rc = allreduce(h, all_algos[a], in, out, n, NULL);
+        CHECK(rc == MPI_SUCCESS && out[0] == (float)h->ctx.size && out[n - 1] == (float)h->ctx.size,
+              "%s: the call after a failure gives rc %d, out[0] %g", algo_name(all_algos[a]), rc,
+              out[0]);
+        for (size_t i = 0; i < n; i++) in[i] = h->ctx.rank == 0 ? -1.0f : 1.0f;
+    }
+    free(in), free(out);
+}
+
+/* Bytes handed to MPI, as measured: exactly the floats for native none,
+ * payload + header + size for allgather none, less than half the floats for
+ * int8 through rsag. */
+static void test_bytes_sent_are_what_went_to_mpi(harness *h)
+{
+    const int p = h->ctx.size;
+    const size_t n = 65536;
+    float *in = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float));
+    fill_laplace(in, n, h->ctx.rank);
+    use_codec(h, "none");
+    allreduce(h, GCMPI_ALGO_NATIVE, in, out, n, NULL);
+    CHECK(h->stats.bytes_offered == n * 4 && h->stats.bytes_sent == n * 4, "native none sent %llu",
+          (unsigned long long)h->stats.bytes_sent);
+    allreduce(h, GCMPI_ALGO_ALLGATHER, in, out, n, NULL);
+    CHECK(h->stats.bytes_sent == n * 4 + GC_HEADER_SIZE + sizeof(int64_t),
+          "allgather none sent %llu", (unsigned long long)h->stats.bytes_sent);
+    use_codec(h, "int8");
+    allreduce(h, GCMPI_ALGO_RSAG, in, out, n, NULL);
+    CHECK(h->stats.bytes_sent < n * 4 / 2 && h->stats.bytes_sent > n, "rsag int8 sent %llu of %zu",
+          (unsigned long long)h->stats.bytes_sent, n * 4);
+    CHECK(h->stats.encode_s >= 0 && h->stats.decode_s >= 0 && h->stats.comm_s > 0, "times");
+    (void)p;
+    free(in), free(out);
+}
+
+/* The compressed MPI_Allgather: codec none puts every rank's block in
+ * place exactly (in place too); a lossy codec leaves identical bytes. */
+static void test_allgather_op_places_every_block(harness *h)
+{
+    const int p = h->ctx.size;
+    const size_t counts[] = {1, 1000, 4099};
+    for (size_t c = 0; c < 3; c++)
+        for (int in_place = 0; in_place < 2; in_place++) {
+            const size_t n = counts[c];
+            float *block = malloc(n * sizeof(float));
+            float *out = malloc((size_t)p * n * sizeof(float));
+            use_codec(h, "none");
+            for (size_t i = 0; i < n; i++) block[i] = int_value(h->ctx.rank, i);
+            const float *src = block;
+            if (in_place) {
+                memcpy(out + (size_t)h->ctx.rank * n, block, n * sizeof(float));
+                src = out + (size_t)h->ctx.rank * n;
+            }
+            int rc = gcmpi_allgather_compressed(&h->ctx, src, out, n, NULL);
+            CHECK(rc == MPI_SUCCESS, "none n=%zu: rc %d", n, rc);
+            size_t bad = 0;
+            for (int r = 0; r < p; r++)
+                for (size_t i = 0; i < n; i++) bad += out[(size_t)r * n + i] != int_value(r, i);
+            CHECK(bad == 0, "none n=%zu in_place=%d: %zu elements misplaced", n, in_place, bad);
+
+            use_codec(h, "int8");
+            fill_laplace(block, n, h->ctx.rank);
+            float *res = calloc(n, sizeof(float));
+            gcmpi_ef_slot ef = {.residual = res, .fresh = 1};
+            rc = gcmpi_allgather_compressed(&h->ctx, block, out, n, &ef);
+            CHECK(rc == MPI_SUCCESS, "int8 n=%zu: rc %d", n, rc);
+            CHECK(same_on_all_ranks(h, out, (size_t)p * n), "int8 n=%zu: ranks differ", n);
+            CHECK(rel_err(block, out + (size_t)h->ctx.rank * n, n) < 0.02, "int8 own block");
+            free(res), free(block), free(out);
+        }
+}
+
+/* Auto picks by codec and p; forced algorithms are returned as given. */
+static void test_auto_choice_follows_the_documented_rule(harness *h)
+{
+    gcmpi_config cfg = h->cfg;
+    cfg.algo = GCMPI_ALGO_AUTO;
+    gc_params_default(&cfg.params);
+    struct { const char *codec; int p; gcmpi_algo want; } rule[] = {
+        {"none", 4, GCMPI_ALGO_NATIVE},     {"randk", 64, GCMPI_ALGO_NATIVE},
+        {"powersgd", 2, GCMPI_ALGO_NATIVE}, {"topk", 8, GCMPI_ALGO_ALLGATHER},
+        {"topk", 9, GCMPI_ALGO_RSAG},       {"dgc", 4, GCMPI_ALGO_ALLGATHER},
+        {"int8", 4, GCMPI_ALGO_RSAG},       {"qsgd", 3, GCMPI_ALGO_RSAG},
+        {"fp16", 16, GCMPI_ALGO_RSAG},      {"int8", 2, GCMPI_ALGO_ALLGATHER},
+        {"topk", 2, GCMPI_ALGO_ALLGATHER},
+    };
+    for (size_t i = 0; i < sizeof rule / sizeof rule[0]; i++) {
+        cfg.codec = gc_codec_by_name(rule[i].codec);
+        gcmpi_algo got = gcmpi_coll_choose(&cfg, 1 << 20, rule[i].p);
+        CHECK(got == rule[i].want, "%s p=%d: %s", rule[i].codec, rule[i].p, algo_name(got));
+    }
+    /* Native has no payload: asking for zstd or a CRC moves auto off it. */
+    cfg.codec = gc_codec_by_name("none");
+    cfg.params.zstd_level = 3;
+    CHECK(gcmpi_coll_choose(&cfg, 1 << 20, 4) == GCMPI_ALGO_RSAG, "none + zstd");
+    CHECK(gcmpi_coll_choose(&cfg, 1 << 20, 2) == GCMPI_ALGO_ALLGATHER, "none + zstd, p = 2");
+    cfg.params.zstd_level = 0;
+    cfg.params.flags = GC_PF_CRC;
+    cfg.codec = gc_codec_by_name("powersgd");
+    CHECK(gcmpi_coll_choose(&cfg, 1 << 20, 4) == GCMPI_ALGO_ALLGATHER, "powersgd + crc");
+    cfg.codec = gc_codec_by_name("randk");
+    CHECK(gcmpi_coll_choose(&cfg, 1 << 20, 16) == GCMPI_ALGO_RSAG, "randk + crc");
+    cfg.params.flags = 0;
+    cfg.algo = GCMPI_ALGO_ALLGATHER;
+    CHECK(gcmpi_coll_choose(&cfg, 1 << 20, 64) == GCMPI_ALGO_ALLGATHER, "forced");
+    CHECK(!gcmpi_coll_supports(gc_codec_by_name("topk"), GCMPI_ALGO_NATIVE), "topk native");
+
+    size_t server, state;
+    cfg.codec = gc_codec_by_name("int8");
+    gcmpi_coll_slot_sizes(&cfg, GCMPI_ALGO_RSAG, 10, 4, &server, &state);
+    CHECK(server == 3 && state == 0, "rsag slot: server %zu state %zu", server, state);
+    cfg.codec = gc_codec_by_name("powersgd");
+    gcmpi_coll_slot_sizes(&cfg, GCMPI_ALGO_NATIVE, 4000, 4, &server, &state);
+    gc_powersgd_shape s = gc_powersgd_shape_of(4000, cfg.params.rank);
+    CHECK(server == 0 && state == s.cols * s.rank, "powersgd slot: state %zu", state);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    harness h;
+    harness_init(&h, MPI_COMM_WORLD);
+    my_rank = h.ctx.rank;
+    struct { const char *name; void (*run)(harness *); } tests[] = {
+#define T(f) {#f, f}
+        T(test_none_sums_exactly_with_every_algorithm),
+        T(test_every_codec_gives_identical_bytes_on_every_rank),
+        T(test_allgather_equals_rank_order_sum_of_decoded_payloads),
+        T(test_rsag_equals_two_stage_chunk_reference),
+        T(test_lossy_codecs_stay_within_a_bound),
+        T(test_native_int8_error_is_at_most_half_a_step_per_rank),
+        T(test_native_randk_is_exact_on_the_chosen_indices),
+        T(test_native_powersgd_is_exact_on_a_rank_one_sum),
+        T(test_error_feedback_mean_approaches_the_true_sum),
+        T(test_a_failed_encode_on_one_rank_fails_the_call_everywhere),
+        T(test_bytes_sent_are_what_went_to_mpi),
+        T(test_allgather_op_places_every_block),
+        T(test_auto_choice_follows_the_documented_rule),
+#undef T
+    };
+    /* test_algos [test-name-part] [codec,codec...] */
+    const char *only = argc > 1 && argv[1][0] ? argv[1] : NULL;
+    codec_filter = argc > 2 ? argv[2] : NULL;
+    verbose = getenv("TEST_ALGOS_VERBOSE") != NULL;
+    int total = 0;
+    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
+        if (only && !strstr(tests[i].name, only)) continue;
+        int before = failures;
+        double t0 = PMPI_Wtime();
+        tests[i].run(&h);
+        int mine = failures - before, any = 0;
+        PMPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        if (my_rank == 0)
+            printf("%-62s %-4s %6.2f s\n", tests[i].name, any ? "FAIL" : "ok", PMPI_Wtime() - t0);
+        total += any;
+    }
+    if (my_rank == 0) printf("%d ranks: %s\n", h.ctx.size, total ? "FAILED" : "passed");
+    harness_free(&h);
+    MPI_Finalize();
+    return total ? 1 : 0;
+}
