@@ -101,6 +101,9 @@ size_t gc_encode(const gc_codec *c, const float *g, float *residual, size_t n,
     if (gc_is_error(gc_params_check(c, p, NULL, 0))) return GC_ERROR(PARAM);
     if (n > 0 && !g) return GC_ERROR(GENERIC);
     if (!dst || cap < GC_HEADER_SIZE) return GC_ERROR(DST_TOO_SMALL);
+    /* Codecs may form g + i even for n == 0; NULL + 0 is undefined in C. */
+    static const float no_input;
+    if (!g) g = &no_input;
     gc_workspace *own = NULL;
     if (!ws) {
         ws = own = gc_workspace_create();
@@ -203,6 +206,8 @@ size_t gc_decode_add_as(const gc_codec *expect, const void *src, size_t len, flo
                         size_t n, gc_workspace *ws)
 {
     if (n > 0 && !acc) return GC_ERROR(GENERIC);
+    float no_output;
+    if (!acc) acc = &no_output; /* n == 0: codecs may still form acc + 0 */
     gc_workspace *own = NULL;
     if (!ws) {
         ws = own = gc_workspace_create();

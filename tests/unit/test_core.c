@@ -242,3 +242,18 @@ Test(zstd_stage, incompressible_body_is_sent_raw)
     free(g); free(out); free(buf);
 }
 #endif
+
+/* Found by the fp16 fuzzer: n == 0 with NULL buffers must not form NULL + i. */
+Test(payload, empty_vectors_with_null_buffers_round_trip_for_every_codec)
+{
+    for (size_t i = 0; i < gc_codec_count(); i++) {
+        const gc_codec *c = gc_codec_at(i);
+        gc_params p;
+        gc_params_default(&p);
+        uint8_t buf[1024];
+        size_t len = gc_encode(c, NULL, NULL, 0, &p, 1, buf, sizeof buf, NULL);
+        cr_assert(!gc_is_error(len), "%s: %s", gc_codec_name(c), gc_error_name(len));
+        size_t r = gc_decode_add(buf, len, NULL, 0, NULL);
+        cr_assert(!gc_is_error(r), "%s: %s", gc_codec_name(c), gc_error_name(r));
+    }
+}
