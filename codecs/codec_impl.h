@@ -12,6 +12,10 @@
 
 #define GC_INTERNAL __attribute__((visibility("hidden")))
 
+/* Bodies hold little-endian floats copied with memcpy. */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+               "libgcmpi payloads assume a little-endian host");
+
 /* Errors are returned as (size_t)-code, zstd style. */
 #define GC_ERROR(e) ((size_t) - (ptrdiff_t)(GC_ERR_##e))
 
