@@ -64,11 +64,10 @@ int gcmpi_coll_allgather_payloads(gcmpi_coll_ctx *ctx, uint8_t *send, size_t len
     return MPI_SUCCESS;
 }
 
-int gcmpi_allreduce_allgather(gcmpi_coll_ctx *ctx, const float *in, float *out,
-                              size_t count, gcmpi_ef_slot *ef)
+int gcmpi_coll_encode_and_gather(gcmpi_coll_ctx *ctx, const float *in, size_t count,
+                                 gcmpi_ef_slot *ef, gcmpi_gathered *got)
 {
     const gcmpi_config *cfg = ctx->cfg;
-    gcmpi_call_stats *st = ctx->stats;
     const size_t bound = gc_bound(cfg->codec, count, &cfg->params);
     /* The bound depends only on what all ranks share: a failure here is the
      * same everywhere, so returning before any exchange is safe. */
@@ -82,14 +81,21 @@ int gcmpi_allreduce_allgather(gcmpi_coll_ctx *ctx, const float *in, float *out,
     double t0 = PMPI_Wtime();
     size_t len = gcmpi_coll_encode(ctx, in, ef ? ef->residual : NULL, ef ? ef->state : NULL,
                                    count, gcmpi_coll_seed(ctx, GCMPI_STAGE_LOCAL, 0), send, bound);
-    st->encode_s += PMPI_Wtime() - t0;
+    ctx->stats->encode_s += PMPI_Wtime() - t0;
+    return gcmpi_coll_allgather_payloads(ctx, send, len, bound, got);
+}
 
+int gcmpi_allreduce_allgather(gcmpi_coll_ctx *ctx, const float *in, float *out,
+                              size_t count, gcmpi_ef_slot *ef)
+{
+    const gcmpi_config *cfg = ctx->cfg;
+    gcmpi_call_stats *st = ctx->stats;
     gcmpi_gathered got;
-    int rc = gcmpi_coll_allgather_payloads(ctx, send, len, bound, &got);
+    int rc = gcmpi_coll_encode_and_gather(ctx, in, count, ef, &got);
     if (rc != MPI_SUCCESS) return rc;
 
     /* in is fully consumed by the encode: out may alias it. */
-    t0 = PMPI_Wtime();
+    double t0 = PMPI_Wtime();
     memset(out, 0, count * sizeof(float));
     size_t r = 0;
     for (int k = 0; k < ctx->size && !gc_is_error(r); k++)

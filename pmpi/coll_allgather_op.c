@@ -9,25 +9,12 @@ static int allgather_blocks(gcmpi_coll_ctx *ctx, const float *block, float *out,
 {
     const gcmpi_config *cfg = ctx->cfg;
     gcmpi_call_stats *st = ctx->stats;
-    const size_t bound = gc_bound(cfg->codec, count, &cfg->params);
-    /* The bound depends only on shared values: a failure is everyone's. */
-    if (gc_is_error(bound)) return gcmpi_coll_mpi_error(gc_error_code(bound));
-    const size_t unit = gcmpi_wire_unit(ctx->size, bound);
-    uint8_t *send = gcmpi_scratch_get(ctx->scratch, GCMPI_SCR_SEND,
-                                      gcmpi_wire_units(bound, unit) * unit);
-    if (!send) return MPI_ERR_NO_MEM;
-
-    double t0 = PMPI_Wtime();
-    size_t len = gcmpi_coll_encode(ctx, block, ef ? ef->residual : NULL, ef ? ef->state : NULL,
-                                   count, gcmpi_coll_seed(ctx, GCMPI_STAGE_LOCAL, 0), send, bound);
-    st->encode_s += PMPI_Wtime() - t0;
-
     gcmpi_gathered got;
-    int rc = gcmpi_coll_allgather_payloads(ctx, send, len, bound, &got);
+    int rc = gcmpi_coll_encode_and_gather(ctx, block, count, ef, &got);
     if (rc != MPI_SUCCESS) return rc;
 
     /* block may lie inside out (MPI_IN_PLACE): it was consumed above. */
-    t0 = PMPI_Wtime();
+    double t0 = PMPI_Wtime();
     size_t d = 0;
     for (int r = 0; r < ctx->size && !gc_is_error(d); r++) {
         float *dst = out + (size_t)r * count;

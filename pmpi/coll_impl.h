@@ -63,6 +63,13 @@ typedef struct gcmpi_gathered {
 int gcmpi_coll_allgather_payloads(gcmpi_coll_ctx *ctx, uint8_t *send, size_t len,
                                   size_t max_len, gcmpi_gathered *got);
 
+/* Encode in[0..count) (with the slot's residual) and all-gather every
+ * rank's payload: the first half of both allgather-based collectives.
+ * in is fully consumed when this returns, so the caller's output may
+ * alias it. */
+int gcmpi_coll_encode_and_gather(gcmpi_coll_ctx *ctx, const float *in, size_t count,
+                                 gcmpi_ef_slot *ef, gcmpi_gathered *got);
+
 /* ---- errors -------------------------------------------------------------- */
 
 static inline int gcmpi_coll_mpi_error(gc_error e)
