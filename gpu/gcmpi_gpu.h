@@ -1,0 +1,95 @@
+/* gcmpi_gpu.h — CUDA encoders/decoders for device buffers (issue 7).
+ *
+ * libgcmpi_gpu.so is a separate library: the preloaded libgcmpi.so does not
+ * link it (nor libcudart); the shim dlopen()s it only once it sees a device
+ * buffer. cudart is linked statically, so the library loads without
+ * /usr/local/cuda/lib64 on the library path; every function is safe to call
+ * on a machine without a driver or a device (it then reports "no device" or
+ * returns GC_ERR_GENERIC).
+ *
+ * Payloads are the CPU codecs' payloads, byte for byte: same header, same
+ * body, same scales (the per-bucket sums of quant_common.h are formed in the
+ * same order, and float operations are rounded one by one, without fused
+ * multiply-adds). NaN results follow the x86 SSE rules the CPU build runs
+ * under (an operand's NaN is kept and made quiet; an invalid operation gives
+ * the default NaN 0xFFC00000), so non-finite inputs give the same bytes too.
+ *
+ * Codecs: none, fp16, bf16, int8, sign. Others return GC_ERR_UNSUPPORTED,
+ * as does a zstd stage (params.zstd_level > 0): the caller then stages the
+ * buffer through the host and uses gc_encode. Errors are gc_error values
+ * returned as size_t, exactly as in gcmpi_codec.h (test with gc_is_error()).
+ * CUDA failures are GC_ERR_ALLOC (device memory) or GC_ERR_GENERIC.
+ *
+ * Every call is synchronous for the host: work is queued on the context's
+ * stream and the stream is synchronised before the call returns. A context
+ * must not be used by two threads at once.
+ */
+#ifndef GCMPI_GPU_H
+#define GCMPI_GPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gcmpi_codec.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define GCMPI_GPU_API __attribute__((visibility("default")))
+#else
+#define GCMPI_GPU_API
+#endif
+
+/* Number of CUDA devices; 0 when there is no driver, no device or any
+ * error. */
+GCMPI_GPU_API int gcmpi_gpu_device_count(void);
+
+/* 1 when p is device memory (cudaMalloc*, or managed memory) that a kernel
+ * may read; 0 for host memory, NULL, and on any error (no driver, ...).
+ * Clears the CUDA error state it may have set. */
+GCMPI_GPU_API int gcmpi_gpu_is_device_pointer(const void *p);
+
+/* 1 when gcmpi_gpu_encode / gcmpi_gpu_decode_add implement codec c. */
+GCMPI_GPU_API int gcmpi_gpu_supports(const gc_codec *c);
+
+/* A stream and a memory pool on the current device (cudaMallocFromPoolAsync;
+ * the pool is the context's own, not the device's default pool, and keeps
+ * freed memory, so steady-state calls allocate nothing from the driver).
+ * The stream is a blocking one: it waits for work the application queued on
+ * the legacy default stream; work on the application's other streams must be
+ * complete before a call (as MPI requires of a send buffer anyway).
+ * NULL when there is no device or CUDA fails. */
+typedef struct gcmpi_gpu_ctx gcmpi_gpu_ctx;
+GCMPI_GPU_API gcmpi_gpu_ctx *gcmpi_gpu_create(void);
+GCMPI_GPU_API void gcmpi_gpu_destroy(gcmpi_gpu_ctx *ctx);
+
+/* Device memory from the context's pool (NULL on failure), its release,
+ * and a copy in any direction (cudaMemcpyDefault). gcmpi_gpu_copy returns
+ * 0 or an error. Used by the tests and by the shim to stage buffers. */
+GCMPI_GPU_API void *gcmpi_gpu_alloc(gcmpi_gpu_ctx *ctx, size_t bytes);
+GCMPI_GPU_API void gcmpi_gpu_dealloc(gcmpi_gpu_ctx *ctx, void *p);
+GCMPI_GPU_API size_t gcmpi_gpu_copy(gcmpi_gpu_ctx *ctx, void *dst, const void *src,
+                                    size_t bytes);
+
+/* gc_encode for device buffers: g[0..n) and residual[0..n) (NULL: no error
+ * feedback) are device memory; dst (capacity cap >= gc_bound(c, n, p)) may
+ * be host or device memory. Same payload and same residual as gc_encode
+ * with the same arguments. Returns payload bytes or an error. */
+GCMPI_GPU_API size_t gcmpi_gpu_encode(gcmpi_gpu_ctx *ctx, const gc_codec *c,
+                                      const float *g, float *residual, size_t n,
+                                      const gc_params *p, uint64_t seed,
+                                      void *dst, size_t cap);
+
+/* gc_decode_add for a device accumulator: src[0..len) is a payload in host
+ * memory, acc[0..n) device memory; acc += decode(src). Validates like
+ * gc_decode_add (header, CRC32C, body length, corrupt codes); on an error
+ * acc may be partly updated. */
+GCMPI_GPU_API size_t gcmpi_gpu_decode_add(gcmpi_gpu_ctx *ctx, const void *src, size_t len,
+                                          float *acc, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GCMPI_GPU_H */

@@ -1,0 +1,295 @@
+/* test_gpu_codecs.c — the CUDA codecs against the CPU codecs, byte for byte.
+ *
+ * For none, fp16, bf16, int8, sign, sizes {0, 1, 7, 1000, 2^20 + 3}, with
+ * and without error feedback, a host and a device destination, with and
+ * without CRC, and several buckets (bucket 7 leaves padding bits, 4099 spans
+ * two summation chunks): the GPU payload equals the CPU payload, the device
+ * residual equals the CPU residual, the CPU decodes the GPU payload and the
+ * GPU decodes the CPU payload to the same accumulator bits. A "special"
+ * vector adds NaN, infinities, -0, subnormals and values past the fp16
+ * range (its residuals and sums compare NaNs as equal; see first_diff_f). Also: unsupported codecs and the zstd stage give
+ * GC_ERR_UNSUPPORTED, a corrupt int8 / sign body gives GC_ERR_CORRUPT.
+ *
+ * Plain C, no Criterion (the GPU machine has none). Exit 77 (meson: skipped)
+ * without a CUDA device. */
+#include "gcmpi_gpu.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+static gcmpi_gpu_ctx *ctx;
+
+#define CHECK(cond, ...)                                                  \
+    do {                                                                  \
+        if (!(cond)) {                                                    \
+            failures++;                                                   \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);          \
+            fprintf(stderr, __VA_ARGS__);                                 \
+            fputc('\n', stderr);                                          \
+        }                                                                 \
+    } while (0)
+
+static uint64_t rng_state = 0x12345678abcdefull;
+static uint32_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t)(rng_state >> 32);
+}
+/* Gaussian-ish values of mixed magnitude, some exact zeros and -0. */
+static float rnd_float(void)
+{
+    uint32_t u = rnd();
+    if ((u & 63) == 0) return 0.0f;
+    if ((u & 63) == 1) return -0.0f;
+    float x = ((float)(rnd() >> 8) * 0x1p-24f - 0.5f) + ((float)(rnd() >> 8) * 0x1p-24f - 0.5f);
+    return ldexpf(x, (int)(u % 17) - 8);
+}
+
+static float bits_f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+static void fill(float *x, size_t n, int special)
+{
+    for (size_t i = 0; i < n; i++) x[i] = rnd_float();
+    if (special && n >= 1000) {
+        x[3] = NAN;
+        /* A second NaN, with a payload, in another bucket (or chunk): where
+         * two NaNs meet in one addition the CPU's choice between them
+         * depends on how the compiler ordered commutative operands. */
+        x[n >= 5000 ? 4500 : 700] = bits_f(0xFFC12345u);
+        x[600] = INFINITY;
+        x[901] = -INFINITY;
+        x[20] = 1e-40f;               /* float subnormal */
+        x[21] = -3e-8f;               /* half subnormal */
+        x[22] = 70000.0f;             /* past the fp16 range */
+        x[23] = -65519.0f;
+        x[24] = 3.4e38f;
+        x[25] = -0.0f;
+        x[26] = 5.96e-8f;
+    }
+}
+
+static void *dev_from(const void *h, size_t bytes)
+{
+    void *d = gcmpi_gpu_alloc(ctx, bytes);
+    if (!d) {
+        fprintf(stderr, "FATAL: gcmpi_gpu_alloc(%zu) failed\n", bytes);
+        exit(1);
+    }
+    if (bytes && gc_is_error(gcmpi_gpu_copy(ctx, d, h, bytes))) {
+        fprintf(stderr, "FATAL: gcmpi_gpu_copy to device failed\n");
+        exit(1);
+    }
+    return d;
+}
+
+static void to_host(void *h, const void *d, size_t bytes)
+{
+    if (bytes && gc_is_error(gcmpi_gpu_copy(ctx, h, d, bytes))) {
+        fprintf(stderr, "FATAL: gcmpi_gpu_copy to host failed\n");
+        exit(1);
+    }
+}
+
+/* First element where the floats differ in bits; with nan_any, two NaNs
+ * are equal whatever their sign and payload: gcc treats the sign of an
+ * arithmetic NaN as unspecified and folds x - (-y) into x + y, so the CPU's
+ * NaN bits in residuals and sums depend on the compiler (payload bytes are
+ * still compared exactly). */
+static size_t first_diff_f(const float *a, const float *b, size_t n, int nan_any)
+{
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&a[i], &b[i], 4) && !(nan_any && isnan(a[i]) && isnan(b[i]))) return i;
+    return n;
+}
+
+static size_t first_diff(const void *a, const void *b, size_t len)
+{
+    const unsigned char *x = a, *y = b;
+    for (size_t i = 0; i < len; i++)
+        if (x[i] != y[i]) return i;
+    return len;
+}
+
+static void run_case(const char *name, size_t n, size_t bucket, int ef, int dst_dev, int crc,
+                     int special)
+{
+    const gc_codec *c = gc_codec_by_name(name);
+    gc_params p;
+    gc_params_default(&p);
+    p.bucket = bucket;
+    if (crc) p.flags |= GC_PF_CRC;
+    char what[160];
+    snprintf(what, sizeof what, "%s n=%zu bucket=%zu ef=%d dst=%s crc=%d%s", name, n, bucket,
+             ef, dst_dev ? "device" : "host", crc, special ? " special" : "");
+
+    size_t cap = gc_bound(c, n, &p);
+    CHECK(!gc_is_error(cap), "%s: gc_bound: %s", what, gc_error_name(cap));
+    float *g = malloc((n ? n : 1) * sizeof *g), *r0 = malloc((n ? n : 1) * sizeof *r0);
+    float *r_cpu = malloc((n ? n : 1) * sizeof *r_cpu), *r_gpu = malloc((n ? n : 1) * sizeof *r_gpu);
+    float *acc0 = malloc((n ? n : 1) * sizeof *acc0), *acc_cpu = malloc((n ? n : 1) * sizeof *acc_cpu);
+    float *acc_gpu = malloc((n ? n : 1) * sizeof *acc_gpu);
+    unsigned char *pay_cpu = malloc(cap), *pay_gpu = malloc(cap);
+    if (!g || !r0 || !r_cpu || !r_gpu || !acc0 || !acc_cpu || !acc_gpu || !pay_cpu || !pay_gpu) {
+        fprintf(stderr, "FATAL: out of host memory\n");
+        exit(1);
+    }
+    fill(g, n, special);
+    for (size_t i = 0; i < n; i++) r0[i] = 0.25f * rnd_float();
+    fill(acc0, n, 0);
+    memcpy(r_cpu, r0, n * sizeof *r0);
+
+    size_t lc = gc_encode(c, g, ef ? r_cpu : NULL, n, &p, 42, pay_cpu, cap, NULL);
+    CHECK(!gc_is_error(lc), "%s: gc_encode: %s", what, gc_error_name(lc));
+
+    float *dg = dev_from(g, n * sizeof *g), *dr = dev_from(r0, n * sizeof *r0);
+    void *ddst = dst_dev ? gcmpi_gpu_alloc(ctx, cap) : NULL;
+    size_t lg = gcmpi_gpu_encode(ctx, c, dg, ef ? dr : NULL, n, &p, 42,
+                                 dst_dev ? ddst : (void *)pay_gpu, cap);
+    CHECK(!gc_is_error(lg), "%s: gcmpi_gpu_encode: %s", what, gc_error_name(lg));
+    if (!gc_is_error(lg) && !gc_is_error(lc)) {
+        if (dst_dev) to_host(pay_gpu, ddst, lg);
+        CHECK(lg == lc, "%s: payload length GPU %zu, CPU %zu", what, lg, lc);
+        if (lg == lc) {
+            size_t d = first_diff(pay_gpu, pay_cpu, lc);
+            CHECK(d == lc, "%s: payloads differ first at byte %zu of %zu (GPU %02x, CPU %02x)",
+                  what, d, lc, d < lc ? pay_gpu[d] : 0, d < lc ? pay_cpu[d] : 0);
+        }
+        if (ef) {
+            to_host(r_gpu, dr, n * sizeof *r_gpu);
+            size_t d = first_diff_f(r_gpu, r_cpu, n, special);
+            CHECK(d == n, "%s: residuals differ first at element %zu (GPU %a, CPU %a)",
+                  what, d, (double)r_gpu[d], (double)r_cpu[d]);
+        }
+
+        /* CPU decodes the GPU payload; GPU decodes the CPU payload. */
+        memcpy(acc_cpu, acc0, n * sizeof *acc0);
+        size_t e = gc_decode_add(pay_gpu, lg, n ? acc_cpu : NULL, n, NULL);
+        CHECK(!gc_is_error(e), "%s: gc_decode_add of the GPU payload: %s", what, gc_error_name(e));
+        float *dacc = dev_from(acc0, n * sizeof *acc0);
+        e = gcmpi_gpu_decode_add(ctx, pay_cpu, lc, n ? dacc : NULL, n);
+        CHECK(!gc_is_error(e), "%s: gcmpi_gpu_decode_add of the CPU payload: %s", what,
+              gc_error_name(e));
+        to_host(acc_gpu, dacc, n * sizeof *acc_gpu);
+        size_t d = first_diff_f(acc_gpu, acc_cpu, n, special);
+        CHECK(d == n, "%s: decoded sums differ first at element %zu (GPU %a, CPU %a)",
+              what, d, (double)acc_gpu[d], (double)acc_cpu[d]);
+        gcmpi_gpu_dealloc(ctx, dacc);
+    }
+    gcmpi_gpu_dealloc(ctx, ddst);
+    gcmpi_gpu_dealloc(ctx, dg);
+    gcmpi_gpu_dealloc(ctx, dr);
+    free(g); free(r0); free(r_cpu); free(r_gpu); free(acc0); free(acc_cpu); free(acc_gpu);
+    free(pay_cpu); free(pay_gpu);
+}
+
+static void test_errors(void)
+{
+    gc_params p;
+    gc_params_default(&p);
+    float h[16] = {0};
+    float *d = dev_from(h, sizeof h);
+    unsigned char buf[4096];
+
+    const gc_codec *qsgd = gc_codec_by_name("qsgd");
+    CHECK(!gcmpi_gpu_supports(qsgd), "qsgd reported as supported");
+    size_t r = gcmpi_gpu_encode(ctx, qsgd, d, NULL, 16, &p, 1, buf, sizeof buf);
+    CHECK(gc_error_code(r) == GC_ERR_UNSUPPORTED, "qsgd encode: %s", gc_error_name(r));
+    size_t l = gc_encode(qsgd, h, NULL, 16, &p, 1, buf, sizeof buf, NULL);
+    r = gcmpi_gpu_decode_add(ctx, buf, l, d, 16);
+    CHECK(gc_error_code(r) == GC_ERR_UNSUPPORTED, "qsgd decode: %s", gc_error_name(r));
+
+    const gc_codec *int8 = gc_codec_by_name("int8");
+    CHECK(gcmpi_gpu_supports(int8), "int8 not reported as supported");
+    gc_params z = p;
+    z.zstd_level = 3;
+    r = gcmpi_gpu_encode(ctx, int8, d, NULL, 16, &z, 1, buf, sizeof buf);
+    CHECK(gc_error_code(r) == GC_ERR_UNSUPPORTED, "zstd encode: %s", gc_error_name(r));
+    r = gcmpi_gpu_encode(ctx, int8, d, NULL, 16, &p, 1, buf, 33);
+    CHECK(gc_error_code(r) == GC_ERR_DST_TOO_SMALL, "small dst: %s", gc_error_name(r));
+    r = gcmpi_gpu_encode(ctx, int8, h, NULL, 16, &p, 1, buf, sizeof buf);
+    CHECK(gc_error_code(r) == GC_ERR_PARAM, "host input: %s", gc_error_name(r));
+
+    /* int8 body: bucket, 1 scale, 16 codes; -128 is corrupt. */
+    for (int i = 0; i < 16; i++) h[i] = (float)i - 8.0f;
+    float *d2 = dev_from(h, sizeof h);
+    l = gc_encode(int8, h, NULL, 16, &p, 1, buf, sizeof buf, NULL);
+    CHECK(!gc_is_error(l), "int8 encode: %s", gc_error_name(l));
+    buf[GC_HEADER_SIZE + 8 + 2] = 0x80;
+    r = gcmpi_gpu_decode_add(ctx, buf, l, d2, 16);
+    CHECK(gc_error_code(r) == GC_ERR_CORRUPT, "int8 -128: %s", gc_error_name(r));
+    r = gcmpi_gpu_decode_add(ctx, buf, l - 1, d2, 16);
+    CHECK(gc_is_error(r), "truncated payload accepted");
+    r = gcmpi_gpu_decode_add(ctx, buf, l, d2, 15);
+    CHECK(gc_error_code(r) == GC_ERR_SIZE_MISMATCH, "n mismatch: %s", gc_error_name(r));
+
+    /* sign, 13 elements in one bucket: m = 2, elements 13..15 are padding
+     * (bits 6 and 7 of byte 1, bit 7 of byte 0). */
+    const gc_codec *sign = gc_codec_by_name("sign");
+    l = gc_encode(sign, h, NULL, 13, &p, 1, buf, sizeof buf, NULL);
+    CHECK(!gc_is_error(l), "sign encode: %s", gc_error_name(l));
+    buf[GC_HEADER_SIZE + 8 + 1] |= 0x80;
+    r = gcmpi_gpu_decode_add(ctx, buf, l, d2, 13);
+    CHECK(gc_error_code(r) == GC_ERR_CORRUPT, "sign padding bit: %s", gc_error_name(r));
+
+    /* CRC mismatch */
+    p.flags |= GC_PF_CRC;
+    l = gc_encode(int8, h, NULL, 16, &p, 1, buf, sizeof buf, NULL);
+    buf[l - 1] ^= 1;
+    r = gcmpi_gpu_decode_add(ctx, buf, l, d2, 16);
+    CHECK(gc_error_code(r) == GC_ERR_CHECKSUM, "crc: %s", gc_error_name(r));
+
+    CHECK(gcmpi_gpu_is_device_pointer(d) == 1, "device pointer not recognised");
+    CHECK(gcmpi_gpu_is_device_pointer(h) == 0, "host pointer taken for a device pointer");
+    CHECK(gcmpi_gpu_is_device_pointer(NULL) == 0, "NULL taken for a device pointer");
+    gcmpi_gpu_dealloc(ctx, d);
+    gcmpi_gpu_dealloc(ctx, d2);
+}
+
+int main(void)
+{
+    if (gcmpi_gpu_device_count() == 0) {
+        printf("SKIP: no CUDA device\n");
+        return 77;
+    }
+    ctx = gcmpi_gpu_create();
+    if (!ctx) {
+        fprintf(stderr, "FAIL: a CUDA device is present but gcmpi_gpu_create failed\n");
+        return 1;
+    }
+    static const char *const codecs[] = {"none", "fp16", "bf16", "int8", "sign"};
+    static const size_t sizes[] = {0, 1, 7, 1000, (1u << 20) + 3};
+    static const size_t buckets[] = {512, 7, 4099};
+    /* GCMPI_GPU_TEST_MAX_N: skip larger sizes (tests/gpu/emu runs on the
+     * host, where 2^20 elements are slow). */
+    const char *max_env = getenv("GCMPI_GPU_TEST_MAX_N");
+    const size_t max_n = max_env ? (size_t)strtoull(max_env, NULL, 10) : (size_t)-1;
+    int cases = 0;
+    for (size_t ci = 0; ci < sizeof codecs / sizeof *codecs; ci++) {
+        const int bucketed = !strcmp(codecs[ci], "int8") || !strcmp(codecs[ci], "sign");
+        for (size_t bi = 0; bi < (bucketed ? 3u : 1u); bi++)
+            for (size_t si = 0; si < sizeof sizes / sizeof *sizes && sizes[si] <= max_n; si++)
+                for (int ef = 0; ef < 2; ef++) {
+                    const int dst_dev = (int)((si + (size_t)ef) & 1), crc = (int)(si & 1);
+                    run_case(codecs[ci], sizes[si], buckets[bi], ef, dst_dev, crc, 0);
+                    cases++;
+                }
+        for (int ef = 0; ef < 2; ef++) {
+            run_case(codecs[ci], 1000, 512, ef, ef, 1, 1);
+            run_case(codecs[ci], 5000, bucketed ? 4099 : 512, ef, !ef, 0, 1);
+            cases += 2;
+        }
+    }
+    test_errors();
+    gcmpi_gpu_destroy(ctx);
+    if (failures) {
+        fprintf(stderr, "%d check(s) failed over %d cases\n", failures, cases);
+        return 1;
+    }
+    printf("OK: %d cases, GPU payloads, residuals and decodes equal the CPU's\n", cases);
+    return 0;
+}
