@@ -17,6 +17,12 @@ PACKAGES=(
   python3 python3-matplotlib                     # gcmpi-ab plots
 )
 
+# --list: print the package names (for .ci/run's own apt-get install).
+if [ "${1:-}" = "--list" ]; then
+  printf '%s\n' "${PACKAGES[@]}"
+  exit 0
+fi
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
