@@ -1,0 +1,1 @@
+bench/netem 1gbit -- mpirun -np 4 -x LD_PRELOAD=/work/main/build-results/pmpi/libgcmpi.so -x GCMPI_STATS=/work/main/results-tmp/results/acc-dgc.stats.json -x GCMPI_CODEC=dgc -x GCMPI_RATIO=0.001 /work/main/build-results/bench/train/gcmpi-train --epochs 10 --seed 1 --json /work/main/results-tmp/results/acc-dgc.train.json 

@@ -1,0 +1,1 @@
+mpirun -np 4 -x LD_PRELOAD=/work/main/build-results/pmpi/libgcmpi.so -x GCMPI_STATS=/work/main/results-tmp/results/inv-e20-dgc-mc.stats.json -x GCMPI_CODEC=dgc -x GCMPI_RATIO=0.001 -x GCMPI_EF_MOMENTUM=0.9 /work/main/build-results/bench/train/gcmpi-train --epochs 20 --seed 1 --json /work/main/results-tmp/results/inv-e20-dgc-mc.train.json --momentum 0 

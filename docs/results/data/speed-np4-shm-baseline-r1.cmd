@@ -1,0 +1,1 @@
+mpirun -np 4 /work/main/build-results/bench/train/gcmpi-train --epochs 2 --seed 1 --json /work/main/results-tmp/results/speed-np4-shm-baseline-r1.train.json 

@@ -1,0 +1,1 @@
+mpirun -np 4 -x LD_PRELOAD=/work/main/build-results/pmpi/libgcmpi.so -x GCMPI_STATS=/work/main/results-tmp/results/speed-np4-shm-topk-r2.stats.json -x GCMPI_CODEC=topk -x GCMPI_RATIO=0.01 /work/main/build-results/bench/train/gcmpi-train --epochs 2 --seed 1 --json /work/main/results-tmp/results/speed-np4-shm-topk-r2.train.json 
