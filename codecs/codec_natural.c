@@ -182,9 +182,7 @@ static size_t natural_decode_add(const uint8_t *src, size_t len, float *acc, siz
 {
     (void)ws;
     size_t bucket = 0;
-    size_t e = gc_q_get_bucket(src, len, &bucket);
-    if (gc_is_error(e)) return e;
-    e = gc_q_expect_len(len, body_size(n, bucket));
+    size_t e = gc_q_open_body(src, len, n, body_size, &bucket);
     if (gc_is_error(e)) return e;
     const uint8_t *tops = src + GC_Q_BUCKET_FIELD;
     return natural_decode_buckets(tops, tops + gc_bucket_count(n, bucket), n, bucket, acc);

@@ -83,9 +83,7 @@ static size_t sign_decode_add(const uint8_t *src, size_t len, float *acc, size_t
 {
     (void)ws;
     size_t bucket = 0;
-    size_t e = gc_q_get_bucket(src, len, &bucket);
-    if (gc_is_error(e)) return e;
-    e = gc_q_expect_len(len, body_size(n, bucket));
+    size_t e = gc_q_open_body(src, len, n, body_size, &bucket);
     if (gc_is_error(e)) return e;
     const uint8_t *scales = src + GC_Q_BUCKET_FIELD;
     return sign_decode_buckets(scales, scales + 4 * gc_bucket_count(n, bucket), n, bucket, acc);

@@ -93,9 +93,7 @@ static size_t terngrad_decode_add(const uint8_t *src, size_t len, float *acc, si
                                   gc_workspace *ws)
 {
     size_t bucket = 0;
-    size_t e = gc_q_get_bucket(src, len, &bucket);
-    if (gc_is_error(e)) return e;
-    e = gc_q_expect_len(len, body_size(n, bucket));
+    size_t e = gc_q_open_body(src, len, n, body_size, &bucket);
     if (gc_is_error(e)) return e;
     size_t biggest = bucket < n ? bucket : n;
     uint8_t *codes = gc_ws_get(ws, GC_WS_A, 8 * gc_planes_stride(biggest));

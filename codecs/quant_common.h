@@ -109,6 +109,18 @@ static inline size_t gc_q_expect_len(size_t len, size_t want)
     return 0;
 }
 
+/* Opens a bucketed body: reads its bucket field and checks the body is
+ * exactly body_size(n, bucket) bytes. The per-bucket fields follow at
+ * src + GC_Q_BUCKET_FIELD. Returns 0 or TRUNCATED / CORRUPT. */
+static inline size_t gc_q_open_body(const uint8_t *src, size_t len, size_t n,
+                                    size_t (*body_size)(size_t n, size_t bucket),
+                                    size_t *bucket)
+{
+    size_t e = gc_q_get_bucket(src, len, bucket);
+    if (gc_is_error(e)) return e;
+    return gc_q_expect_len(len, body_size(n, *bucket));
+}
+
 /* Elements in bucket b of size `bucket` over n elements. */
 static inline size_t gc_q_bucket_len(size_t n, size_t bucket, size_t b)
 {
