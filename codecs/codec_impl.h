@@ -63,6 +63,9 @@ struct gc_workspace {
     void  *zstd_cctx;            /* ZSTD_CCtx*, made on first use */
     void  *zstd_dctx;            /* ZSTD_DCtx*                    */
     gc_encode_report report;
+    /* topkq: per-bucket width policy (gc_workspace_set_width_policy). */
+    gc_width_policy width_policy;
+    bool has_width_policy;
 };
 
 /* A 64-byte aligned buffer of at least bytes in slot; NULL when out of
@@ -142,14 +145,14 @@ static inline size_t gc_bucket_count(size_t n, size_t b) { return b ? (n + b - 1
 extern const gc_codec gc_codec_none, gc_codec_fp16, gc_codec_bf16,
     gc_codec_int8, gc_codec_qsgd, gc_codec_terngrad, gc_codec_sign,
     gc_codec_onebit, gc_codec_natural, gc_codec_topk, gc_codec_randk,
-    gc_codec_dgc, gc_codec_powersgd, gc_codec_eg;
+    gc_codec_dgc, gc_codec_powersgd, gc_codec_eg, gc_codec_topkq;
 
 /* Stable codec ids (written into payloads; never renumber). */
 enum {
     GC_ID_NONE = 1, GC_ID_FP16 = 2, GC_ID_BF16 = 3, GC_ID_INT8 = 4,
     GC_ID_QSGD = 5, GC_ID_TERNGRAD = 6, GC_ID_SIGN = 7, GC_ID_ONEBIT = 8,
     GC_ID_NATURAL = 9, GC_ID_TOPK = 10, GC_ID_RANDK = 11, GC_ID_DGC = 12,
-    GC_ID_POWERSGD = 13, GC_ID_EG = 14
+    GC_ID_POWERSGD = 13, GC_ID_EG = 14, GC_ID_TOPKQ = 15
 };
 
 #endif /* GC_CODEC_IMPL_H */

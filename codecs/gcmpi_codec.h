@@ -177,6 +177,32 @@ typedef struct gc_encode_report {
 
 GC_API const gc_encode_report *gc_workspace_report(const gc_workspace *ws);
 
+/* ---- per-bucket bit width (topkq) ----------------------------------------
+ * topkq quantises its kept values in buckets of gc_params.bucket values, each
+ * with its own width (carried in the payload). Without a policy every bucket
+ * gets gc_params.bits; with one, the encoder asks choose() per bucket and
+ * reports the quantisation error it got to observe(). */
+typedef struct gc_bucket_stats {
+    size_t index;      /* bucket number within this encode     */
+    size_t len;        /* values in the bucket                 */
+    double l2sq;       /* sum of squares                       */
+    double maxabs;     /* largest magnitude                    */
+    double mean, var;  /* of the values                        */
+} gc_bucket_stats;
+
+typedef struct gc_width_policy {
+    void *ctx;
+    /* A width in 1..8 (other values are clamped); 1 = sign and the
+     * bucket's mean magnitude. */
+    unsigned (*choose)(void *ctx, const gc_bucket_stats *s);
+    /* err_sq = sum over the bucket of (x - Q(x))^2 for the width used. */
+    void (*observe)(void *ctx, const gc_bucket_stats *s, unsigned bits, double err_sq);
+} gc_width_policy;
+
+/* Install (or, with NULL, remove) the policy topkq encodes on ws use. The
+ * policy is copied; its ctx must outlive the encodes. */
+GC_API void gc_workspace_set_width_policy(gc_workspace *ws, const gc_width_policy *p);
+
 /* ---- checksums ---------------------------------------------------------- */
 
 /* CRC32C (Castagnoli), hardware-accelerated where the CPU has SSE4.2. */

@@ -193,6 +193,7 @@ static size_t open_body(const gc_codec *expect, const void *src, size_t len, siz
         b = dst;
         blen = got;
 #else
+        (void)ws;
         return GC_ERROR(UNSUPPORTED);
 #endif
     }

@@ -8,7 +8,7 @@ static const gc_codec *const registry[] = {
     &gc_codec_none,  &gc_codec_fp16,   &gc_codec_bf16,    &gc_codec_int8,
     &gc_codec_qsgd,  &gc_codec_terngrad, &gc_codec_sign,  &gc_codec_onebit,
     &gc_codec_natural, &gc_codec_topk, &gc_codec_randk,   &gc_codec_dgc,
-    &gc_codec_powersgd, &gc_codec_eg,
+    &gc_codec_powersgd, &gc_codec_eg, &gc_codec_topkq,
 };
 
 #define REGISTRY_SIZE (sizeof registry / sizeof registry[0])

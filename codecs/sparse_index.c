@@ -1,5 +1,6 @@
 /* sparse_index.c — exact top-k by radix select on magnitude bits, and the
- * sparse body (index coding + values) shared by topk and dgc.
+ * sparse body (index coding + values) shared by topk and dgc; topkq reuses
+ * its index coding alone.
  *
  * Selection never sorts: gc_mag_key(x) orders floats by |x|, so the k-th
  * largest magnitude is found digit by digit (11, 10, 10 bits from the top).
@@ -235,39 +236,58 @@ size_t gc_sparse_body_bound(size_t n, size_t kmax)
     return GC_SPARSE_HEAD + (n + 7) / 8 + 4 * kmax;
 }
 
-size_t gc_sparse_body_write(const uint32_t *idx, size_t k, const float *v, float *r,
-                            size_t n, uint8_t *dst, size_t cap)
+/* The head (k, mode) and the index section in the smaller coding, for
+ * dbytes = delta_bytes(idx, k); the caller has checked the room. */
+static size_t index_emit(const uint32_t *idx, size_t k, size_t n, size_t dbytes, uint8_t *dst)
 {
-    size_t dbytes = delta_bytes(idx, k);
     size_t mbytes = (n + 7) / 8;
     unsigned mode = mbytes < dbytes ? GC_SPARSE_BITMAP : GC_SPARSE_DELTA;
-    size_t ibytes = mode == GC_SPARSE_BITMAP ? mbytes : dbytes;
-    size_t total = GC_SPARSE_HEAD + ibytes + 4 * k;
-    if (total > cap) return GC_ERROR(DST_TOO_SMALL);
-
     gc_put_u32(dst, (uint32_t)k);
     dst[4] = (uint8_t)mode;
     uint8_t *ix = dst + GC_SPARSE_HEAD;
     if (mode == GC_SPARSE_BITMAP) {
         memset(ix, 0, mbytes);
         for (size_t j = 0; j < k; j++) ix[idx[j] >> 3] |= (uint8_t)(1u << (idx[j] & 7));
-    } else {
-        size_t pos = 0;
-        for (size_t s = 0; s < k; s += GC_SPARSE_BLOCK) {
-            size_t cnt = k - s < GC_SPARSE_BLOCK ? k - s : GC_SPARSE_BLOCK;
-            unsigned w = block_width(idx, s, cnt);
-            ix[pos++] = (uint8_t)w;
-            gc_bitw bw;
-            gc_bitw_init(&bw, ix + pos, dbytes - pos);
-            uint32_t prev = s ? idx[s - 1] : 0;
-            for (size_t j = s; j < s + cnt; j++) {
-                gc_bitw_put(&bw, idx[j] - prev, w);
-                prev = idx[j];
-            }
-            pos += gc_bitw_finish(&bw);
-        }
+        return GC_SPARSE_HEAD + mbytes;
     }
-    uint8_t *vals = ix + ibytes;
+    size_t pos = 0;
+    for (size_t s = 0; s < k; s += GC_SPARSE_BLOCK) {
+        size_t cnt = k - s < GC_SPARSE_BLOCK ? k - s : GC_SPARSE_BLOCK;
+        unsigned w = block_width(idx, s, cnt);
+        ix[pos++] = (uint8_t)w;
+        gc_bitw bw;
+        gc_bitw_init(&bw, ix + pos, dbytes - pos);
+        uint32_t prev = s ? idx[s - 1] : 0;
+        for (size_t j = s; j < s + cnt; j++) {
+            gc_bitw_put(&bw, idx[j] - prev, w);
+            prev = idx[j];
+        }
+        pos += gc_bitw_finish(&bw);
+    }
+    return GC_SPARSE_HEAD + pos;
+}
+
+/* Bytes of the head and index section index_emit writes. */
+static size_t index_size(size_t n, size_t dbytes)
+{
+    size_t mbytes = (n + 7) / 8;
+    return GC_SPARSE_HEAD + (mbytes < dbytes ? mbytes : dbytes);
+}
+
+size_t gc_sparse_index_write(const uint32_t *idx, size_t k, size_t n, uint8_t *dst, size_t cap)
+{
+    size_t dbytes = delta_bytes(idx, k);
+    if (index_size(n, dbytes) > cap) return GC_ERROR(DST_TOO_SMALL);
+    return index_emit(idx, k, n, dbytes, dst);
+}
+
+size_t gc_sparse_body_write(const uint32_t *idx, size_t k, const float *v, float *r,
+                            size_t n, uint8_t *dst, size_t cap)
+{
+    size_t dbytes = delta_bytes(idx, k);
+    size_t total = index_size(n, dbytes) + 4 * k;
+    if (total > cap) return GC_ERROR(DST_TOO_SMALL);
+    uint8_t *vals = dst + index_emit(idx, k, n, dbytes, dst);
     if (r) {
         for (size_t j = 0; j < k; j++) {
             gc_put_f32(vals + 4 * j, v[idx[j]]);
@@ -279,10 +299,16 @@ size_t gc_sparse_body_write(const uint32_t *idx, size_t k, const float *v, float
     return total;
 }
 
-static inline void apply_one(float *x, size_t i, const uint8_t *vals, size_t j, gc_sparse_op op)
+/* What a walk over the sent indices does at the j-th index i: the two
+ * gc_sparse_op, or (OP_LIST, gc_sparse_index_decode) list[j] = i. */
+enum { OP_ADD = GC_SPARSE_ADD, OP_ZERO = GC_SPARSE_ZERO, OP_LIST };
+
+static inline void apply_one(float *x, uint32_t *list, size_t i, const uint8_t *vals, size_t j,
+                             unsigned op)
 {
-    if (op == GC_SPARSE_ADD) x[i] += gc_get_f32(vals + 4 * j);
-    else x[i] = 0.0f;
+    if (op == OP_ADD) x[i] += gc_get_f32(vals + 4 * j);
+    else if (op == OP_ZERO) x[i] = 0.0f;
+    else list[j] = (uint32_t)i;
 }
 
 /* Bytes of the delta index section, checking each block's width. */
@@ -301,7 +327,7 @@ static size_t delta_section_bytes(const uint8_t *ix, size_t avail, size_t k)
 }
 
 static size_t apply_delta(const uint8_t *ix, size_t k, const uint8_t *vals, float *x,
-                          size_t n, gc_sparse_op op)
+                          uint32_t *list, size_t n, unsigned op)
 {
     size_t pos = 0, j = 0;
     uint64_t prev = 0;
@@ -318,7 +344,7 @@ static size_t apply_delta(const uint8_t *ix, size_t k, const uint8_t *vals, floa
             if (j > 0 && d == 0) return GC_ERROR(CORRUPT);  /* not increasing */
             uint64_t i = prev + d;
             if (i >= n) return GC_ERROR(CORRUPT);
-            apply_one(x, (size_t)i, vals, j, op);
+            apply_one(x, list, (size_t)i, vals, j, op);
             prev = i;
         }
         pos += nbytes;
@@ -327,7 +353,7 @@ static size_t apply_delta(const uint8_t *ix, size_t k, const uint8_t *vals, floa
 }
 
 static size_t apply_bitmap(const uint8_t *ix, size_t k, const uint8_t *vals, float *x,
-                           size_t n, gc_sparse_op op)
+                           uint32_t *list, size_t n, unsigned op)
 {
     size_t nbytes = (n + 7) / 8, j = 0;
     for (size_t byte = 0; byte < nbytes; byte += 8) {
@@ -339,7 +365,7 @@ static size_t apply_bitmap(const uint8_t *ix, size_t k, const uint8_t *vals, flo
         while (word) {
             size_t i = byte * 8 + (size_t)__builtin_ctzll(word);
             if (i >= n || j >= k) return GC_ERROR(CORRUPT);
-            apply_one(x, i, vals, j++, op);
+            apply_one(x, list, i, vals, j++, op);
             word &= word - 1;
         }
     }
@@ -361,6 +387,29 @@ size_t gc_sparse_body_apply(const uint8_t *src, size_t len, float *x, size_t n,
     if (ibytes > rest - 4 * k) return GC_ERROR(TRUNCATED);
     if (ibytes < rest - 4 * k) return GC_ERROR(CORRUPT);
     const uint8_t *vals = ix + ibytes;
-    return mode == GC_SPARSE_BITMAP ? apply_bitmap(ix, k, vals, x, n, op)
-                                    : apply_delta(ix, k, vals, x, n, op);
+    return mode == GC_SPARSE_BITMAP ? apply_bitmap(ix, k, vals, x, NULL, n, op)
+                                    : apply_delta(ix, k, vals, x, NULL, n, op);
+}
+
+size_t gc_sparse_index_open(const uint8_t *src, size_t len, size_t n, size_t *k)
+{
+    if (len < GC_SPARSE_HEAD) return GC_ERROR(TRUNCATED);
+    size_t kk = gc_get_u32(src);
+    unsigned mode = src[4];
+    if (kk > n || mode > GC_SPARSE_BITMAP) return GC_ERROR(CORRUPT);
+    size_t rest = len - GC_SPARSE_HEAD;
+    size_t ibytes = mode == GC_SPARSE_BITMAP ? (n + 7) / 8
+                                             : delta_section_bytes(src + GC_SPARSE_HEAD, rest, kk);
+    if (gc_is_error(ibytes)) return ibytes;
+    if (ibytes > rest) return GC_ERROR(TRUNCATED);
+    *k = kk;
+    return GC_SPARSE_HEAD + ibytes;
+}
+
+size_t gc_sparse_index_decode(const uint8_t *src, size_t n, uint32_t *idx)
+{
+    size_t k = gc_get_u32(src);
+    const uint8_t *ix = src + GC_SPARSE_HEAD;
+    return src[4] == GC_SPARSE_BITMAP ? apply_bitmap(ix, k, NULL, NULL, idx, n, OP_LIST)
+                                      : apply_delta(ix, k, NULL, NULL, idx, n, OP_LIST);
 }

@@ -1,6 +1,7 @@
 /* sparse_index.h — what the sparse codecs (topk, dgc, randk) share: exact
  * top-k selection by radix select on the bits of |v|, and the sparse body
- * of topk and dgc (count, index coding, float32 values).
+ * of topk and dgc (count, index coding, float32 values), whose head and
+ * index section topkq reuses before its quantised values.
  *
  * Sparse body (little-endian):
  *   u32   k          elements sent, k <= n
@@ -68,6 +69,25 @@ GC_INTERNAL size_t gc_sparse_body_bound(size_t n, size_t kmax);
  * or GC_ERROR(DST_TOO_SMALL). */
 GC_INTERNAL size_t gc_sparse_body_write(const uint32_t *idx, size_t k, const float *v,
                                         float *r, size_t n, uint8_t *dst, size_t cap);
+
+/* Write only the head and the index section of that body (no values) for
+ * ascending idx[0..k): codecs that send the kept values in another form
+ * (topkq) follow it with their own. Returns bytes or GC_ERROR(DST_TOO_SMALL). */
+GC_INTERNAL size_t gc_sparse_index_write(const uint32_t *idx, size_t k, size_t n, uint8_t *dst,
+                                         size_t cap);
+
+/* Open an index section written by gc_sparse_index_write for n elements:
+ * checks the head (k <= n, a known mode) and that the section lies within
+ * len, stores k and returns the section's bytes (head included), or
+ * GC_ERROR(TRUNCATED / CORRUPT). The indices themselves are checked by
+ * gc_sparse_index_decode. */
+GC_INTERNAL size_t gc_sparse_index_open(const uint8_t *src, size_t len, size_t n, size_t *k);
+
+/* The k indices of a section that gc_sparse_index_open accepted (same n)
+ * into idx[0..k), checking they are strictly increasing, below n, with
+ * zero padding bits and (bitmap) exactly k of them. Returns 0 or
+ * GC_ERROR(CORRUPT); idx may then be partly written. */
+GC_INTERNAL size_t gc_sparse_index_decode(const uint8_t *src, size_t n, uint32_t *idx);
 
 typedef enum gc_sparse_op {
     GC_SPARSE_ADD,   /* x[i] += value */

@@ -8,6 +8,7 @@
 
 gc_workspace *gc_workspace_create(void)
 {
+    /* Zeroed: no buffers, no zstd contexts, no width policy. */
     return calloc(1, sizeof(gc_workspace));
 }
 
@@ -36,6 +37,15 @@ void *gc_ws_get(gc_workspace *ws, unsigned slot, size_t bytes)
     ws->buf[slot] = p;
     ws->cap[slot] = want;
     return p;
+}
+
+void gc_workspace_set_width_policy(gc_workspace *ws, const gc_width_policy *p)
+{
+    if (!ws) return;
+    /* Without choose() there is nothing to ask: the same as no policy. */
+    ws->has_width_policy = p && p->choose;
+    if (ws->has_width_policy) ws->width_policy = *p;
+    else memset(&ws->width_policy, 0, sizeof ws->width_policy);
 }
 
 const gc_encode_report *gc_workspace_report(const gc_workspace *ws)

@@ -34,9 +34,20 @@ static void seed_params(gc_params *p, int variant)
     case 4: p->zstd_level = 3; break;
     case 5: p->zstd_level = 1; p->flags |= GC_PF_CRC; p->bucket = 100; break;
     case 6: p->flags |= GC_PF_QSGD_ELIAS | GC_PF_RANDK_UNBIASED; p->ratio = 0.05; break;
+    case 7: p->bits = 1; p->bucket = 33; p->ratio = 0.5; break;  /* topkq: sign-only buckets */
+    case 8: p->bucket = 5; p->ratio = 0.4; break;                 /* with SEED_MIXED_WIDTHS */
     }
 }
-#define SEED_VARIANTS 7
+#define SEED_VARIANTS 9
+/* The variant encoded with a width policy on the workspace (only topkq
+ * reads it): its buckets take every width 1..8 in turn. */
+#define SEED_MIXED_WIDTHS 8
+
+static unsigned cycle_widths(void *ctx, const gc_bucket_stats *s)
+{
+    (void)ctx;
+    return (unsigned)(s->index % 8) + 1;
+}
 
 static int make_dir(const char *path)
 {
@@ -94,7 +105,10 @@ static int seed_codec(const gc_codec *c, const char *root, gc_workspace *ws)
             size_t cap = gc_bound(c, n, &p);
             uint8_t *buf = malloc(cap);
             if (!buf) { free(g); return -1; }
+            gc_width_policy mixed = {NULL, cycle_widths, NULL};
+            gc_workspace_set_width_policy(ws, v == SEED_MIXED_WIDTHS ? &mixed : NULL);
             size_t len = gc_encode(c, g, NULL, n, &p, 42 + (uint64_t)v, buf, cap, ws);
+            gc_workspace_set_width_policy(ws, NULL);
             if (gc_is_error(len)) {
                 failure = gc_error_name(len);
                 free(buf);

@@ -383,3 +383,217 @@ CODEC_TEST(garbage_bodies_with_a_valid_header_keep_the_contract)
     }
     cr_assert_gt(tried, 0);
 }
+
+/* ---- topkq: damage aimed at its body layout -------------------------------
+ * Body (codecs/codec_topkq.c): u32 k, u8 mode, indices (sparse_index.h),
+ * u32 bucket, then per bucket u8 width, f32 lo, f32 hi and the packed
+ * values. The helpers below find those fields independently of the codec. */
+
+static const gc_codec *topkq_codec(void)
+{
+    const gc_codec *c = gc_codec_by_name("topkq");
+    cr_assert_not_null(c, "topkq is not registered");
+    return c;
+}
+
+/* Offset of the u32 bucket field: after the head and index section. */
+static size_t topkq_bucket_field_at(const uint8_t *body, size_t n)
+{
+    size_t k = gc_get_u32(body);
+    if (body[4] == 1) return 5 + (n + 7) / 8;
+    size_t pos = 5;
+    for (size_t s = 0; s < k; s += 128) {
+        size_t cnt = k - s < 128 ? k - s : 128;
+        pos += 1 + (cnt * body[pos] + 7) / 8;
+    }
+    return pos;
+}
+
+/* Offsets of the width bytes of the (at most max) first buckets, and each
+ * bucket's value bits; returns the count. */
+static size_t topkq_buckets(const uint8_t *body, size_t n, size_t *at, size_t *bits, size_t max)
+{
+    size_t k = gc_get_u32(body), pos = topkq_bucket_field_at(body, n);
+    size_t bucket = gc_get_u32(body + pos), count = 0;
+    pos += 4;
+    for (size_t s = 0; s < k && count < max; s += bucket) {
+        size_t len = k - s < bucket ? k - s : bucket;
+        at[count] = pos;
+        bits[count++] = len * body[pos];
+        pos += 9 + (len * body[pos] + 7) / 8;
+    }
+    return count;
+}
+
+/* Decode s's body with one byte replaced. */
+static size_t decode_with_byte(const sample *s, size_t at, uint8_t value)
+{
+    uint8_t *body = malloc(s->body_len);
+    cr_assert_not_null(body);
+    memcpy(body, s->payload + GC_HEADER_SIZE, s->body_len);
+    body[at] = value;
+    uint8_t *p = reframe(s, body, s->body_len);
+    size_t r = decode(s->codec, p, s->len, s->n);
+    free(p);
+    free(body);
+    return r;
+}
+
+Test(malformed_topkq, every_cut_of_the_body_is_truncated)
+{
+    /* Every field's length follows from those before it, so a body that
+     * stops early is always short of something. */
+    size_t at[256];
+    FOR_EACH_SAMPLE(topkq_codec(), s) {
+        if (s.zstd_applied) continue;
+        size_t k = sample_positions(s.body_len, at);
+        for (size_t i = 0; i < k; i++) {
+            uint8_t *p = reframe(&s, s.payload + GC_HEADER_SIZE, at[i]);
+            size_t r = decode(s.codec, p, GC_HEADER_SIZE + at[i], s.n);
+            free(p);
+            cr_assert_eq(gc_error_code(r), GC_ERR_TRUNCATED, "body cut to %zu of %zu: %s" AT,
+                         at[i], s.body_len, gc_error_name(r), AT_ARGS(&s));
+        }
+    }
+}
+
+Test(malformed_topkq, widths_outside_1_to_8_are_corrupt)
+{
+    size_t at[64], bits[64], tried = 0;
+    const uint8_t bad[] = {0, 9, 255};
+    FOR_EACH_SAMPLE(topkq_codec(), s) {
+        if (s.zstd_applied || s.n == 0) continue;
+        const uint8_t *body = s.payload + GC_HEADER_SIZE;
+        size_t nb = topkq_buckets(body, s.n, at, bits, 64);
+        cr_assert_gt(nb, 0);
+        for (size_t b = 0; b < nb; b++) {
+            for (size_t v = 0; v < sizeof bad; v++) {
+                size_t r = decode_with_byte(&s, at[b], bad[v]);
+                cr_assert_eq(gc_error_code(r), GC_ERR_CORRUPT, "bucket %zu width %u: %s" AT, b,
+                             bad[v], gc_error_name(r), AT_ARGS(&s));
+                tried++;
+            }
+        }
+    }
+    cr_assert_gt(tried, 0);
+}
+
+Test(malformed_topkq, set_padding_bits_are_corrupt)
+{
+    size_t at[64], bits[64], tried = 0;
+    FOR_EACH_SAMPLE(topkq_codec(), s) {
+        if (s.zstd_applied || s.n == 0) continue;
+        const uint8_t *body = s.payload + GC_HEADER_SIZE;
+        size_t nb = topkq_buckets(body, s.n, at, bits, 64);
+        for (size_t b = 0; b < nb; b++) {
+            if (bits[b] % 8 == 0) continue;
+            size_t last = at[b] + 9 + (bits[b] + 7) / 8 - 1;
+            size_t r = decode_with_byte(&s, last, (uint8_t)(body[last] | 0x80));
+            cr_assert_eq(gc_error_code(r), GC_ERR_CORRUPT, "bucket %zu: %s" AT, b,
+                         gc_error_name(r), AT_ARGS(&s));
+            tried++;
+        }
+    }
+    cr_assert_gt(tried, 0);
+}
+
+Test(malformed_topkq, k_above_n_and_bad_bucket_fields_are_corrupt)
+{
+    FOR_EACH_SAMPLE(topkq_codec(), s) {
+        if (s.zstd_applied) continue;
+        const uint8_t *body = s.payload + GC_HEADER_SIZE;
+        uint8_t *copy = malloc(s.body_len);
+        cr_assert_not_null(copy);
+        const uint32_t ks[] = {(uint32_t)s.n + 1, UINT32_MAX};
+        const uint32_t buckets[] = {0, (UINT32_C(1) << 31) + 1};
+        for (size_t i = 0; i < 2; i++) {
+            memcpy(copy, body, s.body_len);
+            gc_put_u32(copy, ks[i]);
+            uint8_t *p = reframe(&s, copy, s.body_len);
+            size_t r = decode(s.codec, p, s.len, s.n);
+            free(p);
+            cr_assert_eq(gc_error_code(r), GC_ERR_CORRUPT, "k=%u: %s" AT, ks[i],
+                         gc_error_name(r), AT_ARGS(&s));
+
+            memcpy(copy, body, s.body_len);
+            gc_put_u32(copy + topkq_bucket_field_at(body, s.n), buckets[i]);
+            p = reframe(&s, copy, s.body_len);
+            r = decode(s.codec, p, s.len, s.n);
+            free(p);
+            cr_assert_eq(gc_error_code(r), GC_ERR_CORRUPT, "bucket=%u: %s" AT, buckets[i],
+                         gc_error_name(r), AT_ARGS(&s));
+        }
+        free(copy);
+    }
+}
+
+/* A topkq payload for n = 10 around a hand-made body. */
+static size_t decode_topkq_body(const uint8_t *body, size_t blen)
+{
+    float g[10] = {0};
+    gc_params p;
+    gc_params_default(&p);
+    uint8_t head[512];
+    size_t len = gc_encode(topkq_codec(), g, NULL, 10, &p, 0, head, sizeof head, NULL);
+    cr_assert(!gc_is_error(len));
+    uint8_t *pl = malloc(GC_HEADER_SIZE + blen);
+    cr_assert_not_null(pl);
+    memcpy(pl, head, GC_HEADER_SIZE);
+    memcpy(pl + GC_HEADER_SIZE, body, blen);
+    gc_put_u64(pl + 16, GC_HEADER_SIZE + blen);
+    size_t r = decode(topkq_codec(), pl, GC_HEADER_SIZE + blen, 10);
+    free(pl);
+    return r;
+}
+
+Test(malformed_topkq, indices_out_of_range_or_not_increasing_are_corrupt)
+{
+    /* n = 10, k = 2, one bucket of 2 at 2 bits (values: 1 byte). Delta
+     * blocks: width 4, deltas LSB first. */
+    uint8_t body[] = {
+        0x02, 0x00, 0x00, 0x00, 0x00,  /* k = 2, delta          */
+        0x04, 0x00,                    /* width 4, deltas: set  */
+        0x02, 0x00, 0x00, 0x00,        /* bucket = 2            */
+        0x02, 0x00, 0x00, 0x80, 0x3F, 0x00, 0x00, 0x00, 0x40,  /* b 2, lo 1, hi 2 */
+        0x08,                          /* +lo, +hi              */
+    };
+    body[6] = 0x43;  /* deltas 3, 4: indices 3, 7 */
+    cr_assert_eq(decode_topkq_body(body, sizeof body), 0, "the valid body");
+    body[6] = 0x73;  /* deltas 3, 7: index 10 >= n */
+    cr_assert_eq(gc_error_code(decode_topkq_body(body, sizeof body)), GC_ERR_CORRUPT);
+    body[6] = 0x03;  /* deltas 3, 0: index 3 twice */
+    cr_assert_eq(gc_error_code(decode_topkq_body(body, sizeof body)), GC_ERR_CORRUPT);
+    body[6] = 0xFA;  /* deltas 10, 15: index 10 first */
+    cr_assert_eq(gc_error_code(decode_topkq_body(body, sizeof body)), GC_ERR_CORRUPT);
+
+    /* The same in bitmap mode (2 bytes for n = 10). */
+    uint8_t map[] = {
+        0x02, 0x00, 0x00, 0x00, 0x01,  /* k = 2, bitmap          */
+        0x88, 0x00,                    /* bits 3, 7              */
+        0x02, 0x00, 0x00, 0x00,
+        0x02, 0x00, 0x00, 0x80, 0x3F, 0x00, 0x00, 0x00, 0x40,
+        0x08,
+    };
+    cr_assert_eq(decode_topkq_body(map, sizeof map), 0, "the valid bitmap body");
+    map[6] = 0x04;  /* bit 10 >= n */
+    cr_assert_eq(gc_error_code(decode_topkq_body(map, sizeof map)), GC_ERR_CORRUPT);
+    map[6] = 0x01;  /* three bits for k = 2 */
+    cr_assert_eq(gc_error_code(decode_topkq_body(map, sizeof map)), GC_ERR_CORRUPT);
+    map[5] = 0x08;
+    map[6] = 0x00;  /* one bit for k = 2 */
+    cr_assert_eq(gc_error_code(decode_topkq_body(map, sizeof map)), GC_ERR_CORRUPT);
+}
+
+Test(malformed_topkq, one_bit_buckets_need_lo_equal_to_hi)
+{
+    /* Width 1 carries one magnitude: lo and hi must be the same float. */
+    uint8_t body[] = {
+        0x02, 0x00, 0x00, 0x00, 0x01, 0x88, 0x00,  /* k = 2: indices 3, 7 */
+        0x02, 0x00, 0x00, 0x00,                    /* bucket = 2          */
+        0x01, 0x00, 0x00, 0x80, 0x3F, 0x00, 0x00, 0x80, 0x3F,  /* b 1, lo = hi = 1 */
+        0x02,                                      /* +1, -1              */
+    };
+    cr_assert_eq(decode_topkq_body(body, sizeof body), 0, "the valid body");
+    body[19] = 0x40;  /* hi = 4 */
+    cr_assert_eq(gc_error_code(decode_topkq_body(body, sizeof body)), GC_ERR_CORRUPT);
+}
