@@ -14,8 +14,15 @@
 #define COMM_EXPECT "world, all or up to 16 comma-separated communicator names"
 #define STATS_EXPECT "off, stderr, a path ending in .json, or stderr and a .json path separated by a comma"
 #define LOSSLESS_EXPECT "off, zstd or zstd:LEVEL with LEVEL in [1, 19]"
+#define RATIO_EXPECT "a number in (0, 1]"
+#define CALLS_EXPECT "an integer in [1, 2^63 - 1]"
+#define WIDTHS_EXPECT "1 to 8 comma-separated integers in [1, 8], strictly ascending"
 
 _Static_assert(GCMPI_MAX_COMM_NAMES == 16, "COMM_EXPECT names the limit");
+_Static_assert(GC_VAR_MAX_WIDTHS == 8, "WIDTHS_EXPECT names the limit");
+
+/* powersgd's largest rank (its own check, gc_check_rank, says the same). */
+#define POWERSGD_MAX_RANK 1024
 
 /* zstd's own default level: a good speed/ratio balance for float payloads. */
 #define ZSTD_DEFAULT_LEVEL 3
@@ -120,6 +127,91 @@ static int get_int_or_auto(const judge *j, cfg_var v, int *out)
     return 1;
 }
 
+/* A count in [1, hi] (calls, for the adaptive layer). */
+static int get_count64(const judge *j, cfg_var v, long long hi, const char *expect, uint64_t *out)
+{
+    const char *s = raw(j, v);
+    if (!s) return 1;
+    if (!*s) return bad(j, v, "is empty; expected %s", expect);
+    long long x;
+    cfg_status st = cfg_parse_int(s, 1, hi, &x);
+    if (st == CFG_SYNTAX) return bad(j, v, "is not an integer; expected %s", expect);
+    if (st == CFG_RANGE) return bad(j, v, "is out of range; expected %s", expect);
+    *out = (uint64_t)x;
+    return 1;
+}
+
+/* GCMPI_RATIO: a number in (0, 1], or auto (GCMPI_RATIO_BUDGET decides). */
+static int get_ratio(const judge *j, gcmpi_config *c)
+{
+    const char *s = raw(j, CFG_RATIO);
+    if (!s) return 1;
+    if (cfg_ieq(s, "auto")) {
+        c->adapt.ratio_auto.on = 1;
+        return 1;
+    }
+    if (!*s) return bad(j, CFG_RATIO, "is empty; expected " RATIO_EXPECT " or auto");
+    double x;
+    cfg_status st = cfg_parse_double(s, &x);
+    if (st == CFG_SYNTAX) return bad(j, CFG_RATIO, "is not a number; expected " RATIO_EXPECT " or auto");
+    /* A number was meant: the range of numbers is what helps. */
+    if (st == CFG_RANGE || !(x > 0.0 && x <= 1.0))
+        return bad(j, CFG_RATIO, "is out of range; expected " RATIO_EXPECT);
+    c->params.ratio = x;
+    return 1;
+}
+
+/* What a GCMPI_EDGC_MIN/MAX or GCMPI_VAR_MIN/MAX bound may be. */
+typedef enum bound_kind {
+    BOUND_POSITIVE, /* any number > 0: the method that reads it is not selected */
+    BOUND_RATIO,    /* (0, 1] */
+    BOUND_RANK,     /* an integer in [1, POWERSGD_MAX_RANK] */
+} bound_kind;
+
+/* auto (stored as 0) or a bound of that kind; codec, when not NULL, is
+ * named in the message as the reason for the kind. */
+static int get_bound(const judge *j, cfg_var v, bound_kind kind, const gc_codec *codec, double *out)
+{
+    const char *s = raw(j, v);
+    if (!s) return 1;
+    if (cfg_ieq(s, "auto")) {
+        *out = 0.0;
+        return 1;
+    }
+    char expect[128], with[64] = "";
+    if (codec) snprintf(with, sizeof with, " with GCMPI_CODEC=%s", gc_codec_name(codec));
+    if (kind == BOUND_RATIO) snprintf(expect, sizeof expect, "auto or a ratio in (0, 1]%s", with);
+    else if (kind == BOUND_RANK)
+        snprintf(expect, sizeof expect, "auto or a rank in [1, %d]%s", POWERSGD_MAX_RANK, with);
+    else snprintf(expect, sizeof expect, "auto or a number > 0");
+    double hi = kind == BOUND_RATIO ? 1.0 : kind == BOUND_RANK ? POWERSGD_MAX_RANK : DBL_MAX;
+    double x = 0.0;
+    if (!get_number(j, v, 0.0, 1, hi, 0, expect, &x)) return 0;
+    if (kind == BOUND_RANK && (x < 1.0 || x != (double)(long long)x))
+        return bad(j, v, "is %s; expected %s", x < 1.0 ? "out of range" : "not an integer", expect);
+    *out = x;
+    return 1;
+}
+
+/* min <= max unless either is auto (0); the message blames the one set. */
+static int check_order(const judge *j, cfg_var vmin, double min, cfg_var vmax, double max)
+{
+    if (min <= 0.0 || max <= 0.0 || min <= max) return 1;
+    int blame_min = raw(j, vmin) != NULL;
+    cfg_var other = blame_min ? vmax : vmin;
+    char shown[CFG_SHOW_MAX + 16];
+    if (raw(j, other)) {
+        snprintf(shown, sizeof shown, CFG_SHOW_FMT, CFG_SHOW(raw(j, other)));
+    } else {
+        char text[64];
+        cfg_format_double(blame_min ? max : min, text, sizeof text);
+        snprintf(shown, sizeof shown, "%s (default)", text);
+    }
+    return bad(j, blame_min ? vmin : vmax, "is %s %s=%s; expected %s <= %s",
+               blame_min ? "above" : "below", gcmpi_config_names[other], shown,
+               gcmpi_config_names[vmin], gcmpi_config_names[vmax]);
+}
+
 /* One of words (the index into *out); noun names what s should have been. */
 static int get_keyword(const judge *j, cfg_var v, const char *const *words, const char *noun,
                        const char *expect, int *out)
@@ -133,14 +225,16 @@ static int get_keyword(const judge *j, cfg_var v, const char *const *words, cons
     return 1;
 }
 
-/* "a, b, c" of the registered codecs that keep(c) accepts. */
-static void codec_list(char *buf, size_t len, int (*keep)(const gc_codec *))
+/* "a, b, c" of the registered codecs that keep(c, ctx) accepts (all when
+ * keep is NULL). */
+static void codec_list(char *buf, size_t len, int (*keep)(const gc_codec *, const void *),
+                       const void *ctx)
 {
     size_t at = 0;
     buf[0] = '\0';
     for (size_t i = 0; i < gc_codec_count(); i++) {
         const gc_codec *c = gc_codec_at(i);
-        if (keep && !keep(c)) continue;
+        if (keep && !keep(c, ctx)) continue;
         int n = snprintf(buf + at, len - at, "%s%s", at ? ", " : "", gc_codec_name(c));
         if (n < 0 || (size_t)n >= len - at) break;
         at += (size_t)n;
@@ -158,7 +252,7 @@ static int get_codec(const judge *j, const gc_codec **out)
         }
     }
     char names[512];
-    codec_list(names, sizeof names, NULL);
+    codec_list(names, sizeof names, NULL, NULL);
     return bad(j, CFG_CODEC, "is %s; expected one of: %s", *s ? "not a codec" : "empty", names);
 }
 
@@ -207,18 +301,6 @@ static int get_verbose(const judge *j, int *out)
     if (st == CFG_SYNTAX) return bad(j, CFG_VERBOSE, "is not an integer; expected an integer in [0, 3]");
     if (st == CFG_RANGE) return bad(j, CFG_VERBOSE, "is out of range; expected an integer in [0, 3]");
     *out = (int)x;
-    return 1;
-}
-
-static int get_adapt(const judge *j, gcmpi_adapt *out)
-{
-    static const char *const words[] = {"none", "gct", "edgc", "variance", NULL};
-    int i = GCMPI_ADAPT_NONE;
-    if (!get_keyword(j, CFG_ADAPT, words, "an adaptive mode", "none", &i)) return 0;
-    /* The adaptive layer is not built yet: accepting its names would
-     * silently train without it. */
-    if (i != GCMPI_ADAPT_NONE) return bad(j, CFG_ADAPT, "is not available in this build; expected none");
-    *out = (gcmpi_adapt)i;
     return 1;
 }
 
@@ -330,6 +412,52 @@ static int get_stats(const judge *j, gcmpi_config *c)
     return each_item(s, stats_item, &k);
 }
 
+typedef struct widths_ctx {
+    const judge *j;
+    gc_var_params *var;
+} widths_ctx;
+
+/* One width of GCMPI_VAR_WIDTHS: a bit width topkq can use (1..8, as
+ * gc_width_policy says), above the previous one. */
+static int widths_item(void *ctx, const char *item, size_t len)
+{
+    widths_ctx *k = ctx;
+    gc_var_params *var = k->var;
+    const cfg_var v = CFG_VAR_WIDTHS;
+    char text[32];
+    if (len == 0) return bad(k->j, v, "has an empty entry; expected " WIDTHS_EXPECT);
+    if (var->n_widths == GC_VAR_MAX_WIDTHS)
+        return bad(k->j, v, "lists more than %d widths; expected " WIDTHS_EXPECT, GC_VAR_MAX_WIDTHS);
+    if (len >= sizeof text)
+        return bad(k->j, v, "has an entry longer than %zu characters; expected " WIDTHS_EXPECT,
+                   sizeof text - 1);
+    memcpy(text, item, len);
+    text[len] = '\0';
+    long long w;
+    cfg_status st = cfg_parse_int(text, 1, 8, &w);
+    if (st == CFG_SYNTAX) return bad(k->j, v, "has %s, which is not an integer; expected " WIDTHS_EXPECT, text);
+    if (st == CFG_RANGE) return bad(k->j, v, "has width %s out of range; expected " WIDTHS_EXPECT, text);
+    unsigned last = var->n_widths ? var->widths[var->n_widths - 1] : 0;
+    if ((unsigned)w <= last)
+        return bad(k->j, v, "is not strictly ascending (%s after %u); expected " WIDTHS_EXPECT, text, last);
+    var->widths[var->n_widths++] = (unsigned)w;
+    return 1;
+}
+
+static int get_widths(const judge *j, gc_var_params *var)
+{
+    const char *s = raw(j, CFG_VAR_WIDTHS);
+    if (!s) return 1;
+    if (!*s) return bad(j, CFG_VAR_WIDTHS, "is empty; expected " WIDTHS_EXPECT);
+    gc_var_params parsed = *var;
+    parsed.n_widths = 0;
+    memset(parsed.widths, 0, sizeof parsed.widths);
+    widths_ctx k = {j, &parsed};
+    if (!each_item(s, widths_item, &k)) return 0;
+    *var = parsed;
+    return 1;
+}
+
 /* GCMPI_EF: a boolean or auto (the default). Error feedback only helps a
  * contractive compressor, ||C(v) - v|| < ||v||. QSGD at the usual widths,
  * TernGrad and randk scaled by n/k are unbiased with a variance above
@@ -352,6 +480,52 @@ static int get_ef(const judge *j, gcmpi_config *c)
     return 1;
 }
 
+/* The bounds of GCMPI_EDGC_MIN/MAX are ratios or ranks depending on the
+ * codec edgc adapts; unless edgc is selected they are not read, and a kept
+ * config file may hold anything positive. */
+static bound_kind edgc_bound_kind(const gcmpi_config *c)
+{
+    gc_adapt_config edgc = {.method = GC_ADAPT_EDGC};
+    if (c->adapt.method != GC_ADAPT_EDGC || !gc_adapt_supports(&edgc, c->codec)) return BOUND_POSITIVE;
+    return strcmp(gc_codec_name(c->codec), "powersgd") == 0 ? BOUND_RANK : BOUND_RATIO;
+}
+
+/* GCMPI_ADAPT and the parameters of every method, whichever is selected. */
+static int judge_adapt_values(const judge *j, gcmpi_config *c)
+{
+    gc_adapt_config *a = &c->adapt;
+    int method = GC_ADAPT_NONE, form = 0;
+    if (!get_keyword(j, CFG_ADAPT, cfg_adapt_words, "an adaptive method", "none, gct, edgc or variance",
+                     &method))
+        return 0;
+    a->method = (gc_adapt_method)method;
+
+    if (!get_number(j, CFG_GCT_LAMBDA, 0, 0, DBL_MAX, 0, "a number >= 0", &a->gct.lambda)) return 0;
+    if (!get_number(j, CFG_GCT_LR, 0, 1, DBL_MAX, 0, "a number > 0", &a->gct.lr)) return 0;
+    if (!get_number(j, CFG_GCT_EPS, 0, 1, DBL_MAX, 0, "a number > 0", &a->gct.eps)) return 0;
+    if (!get_number(j, CFG_GCT_DECAY, 0, 1, 1, 0, "a number in (0, 1]", &a->gct.decay)) return 0;
+    if (!get_count64(j, CFG_GCT_DECAY_EVERY, LLONG_MAX, CALLS_EXPECT, &a->gct.decay_every)) return 0;
+    if (!get_keyword(j, CFG_GCT_FORM, cfg_gct_forms, "a GCT form", "eq9 or alg2", &form)) return 0;
+    a->gct.alg2 = form;
+
+    if (!get_number(j, CFG_EDGC_ALPHA, 0, 1, 1, 0, "a number in (0, 1]", &a->edgc.alpha)) return 0;
+    if (!get_number(j, CFG_EDGC_BETA, 0, 1, 1, 0, "a number in (0, 1]", &a->edgc.beta)) return 0;
+    if (!get_count64(j, CFG_EDGC_WINDOW, LLONG_MAX, CALLS_EXPECT, &a->edgc.window)) return 0;
+    bound_kind kind = edgc_bound_kind(c);
+    const gc_codec *why = kind == BOUND_POSITIVE ? NULL : c->codec;
+    if (!get_bound(j, CFG_EDGC_MIN, kind, why, &a->edgc.min)) return 0;
+    if (!get_bound(j, CFG_EDGC_MAX, kind, why, &a->edgc.max)) return 0;
+    if (!check_order(j, CFG_EDGC_MIN, a->edgc.min, CFG_EDGC_MAX, a->edgc.max)) return 0;
+
+    if (!get_number(j, CFG_VAR_ALPHA, 0, 0, 4, 0, "a number in [0, 4]", &a->var.alpha)) return 0;
+    if (!get_count64(j, CFG_VAR_MEMORY, 100000, "an integer in [1, 100000]", &a->var.memory)) return 0;
+    if (!get_bound(j, CFG_VAR_MIN, BOUND_RATIO, NULL, &a->var.min)) return 0;
+    if (!get_bound(j, CFG_VAR_MAX, BOUND_RATIO, NULL, &a->var.max)) return 0;
+    if (!check_order(j, CFG_VAR_MIN, a->var.min, CFG_VAR_MAX, a->var.max)) return 0;
+    if (!get_widths(j, &a->var)) return 0;
+    return get_number(j, CFG_VAR_TARGET, 0, 1, 1, 1, "a number in (0, 1)", &a->var.target);
+}
+
 static int judge_values(const judge *j, gcmpi_config *c)
 {
     static const char *const codings[] = {"fixed", "elias", NULL};
@@ -362,7 +536,15 @@ static int judge_values(const judge *j, gcmpi_config *c)
 
     if (!get_bool(j, CFG_DISABLE, &c->disable)) return 0;
     if (!get_codec(j, &c->codec)) return 0;
-    if (!get_number(j, CFG_RATIO, 0, 1, 1, 0, "a number in (0, 1]", &p->ratio)) return 0;
+    if (!get_ratio(j, c)) return 0;
+    gc_auto_params *ra = &c->adapt.ratio_auto;
+    if (!get_number(j, CFG_RATIO_BUDGET, 0, 1, DBL_MAX, 0, "a number > 0", &ra->budget_s)) return 0;
+    if (!get_number(j, CFG_RATIO_MIN, 0, 1, 1, 0, RATIO_EXPECT, &ra->min)) return 0;
+    if (!get_number(j, CFG_RATIO_MAX, 0, 1, 1, 0, RATIO_EXPECT, &ra->max)) return 0;
+    if (!check_order(j, CFG_RATIO_MIN, ra->min, CFG_RATIO_MAX, ra->max)) return 0;
+    /* auto starts at the largest ratio it may choose, the one closest to
+     * the uncompressed gradient, and lowers it once it has measured the link. */
+    if (ra->on) p->ratio = ra->max;
     if (!get_count(j, CFG_BITS, &p->bits)) return 0;
     if (!get_size(j, CFG_BUCKET, SIZE_MAX, &bucket)) return 0;
     p->bucket = (size_t)bucket;
@@ -391,11 +573,13 @@ static int judge_values(const judge *j, gcmpi_config *c)
     if (!get_stats(j, c)) return 0;
     if (!get_bool(j, CFG_VERIFY, &c->verify)) return 0;
     if (!get_verbose(j, &c->verbose)) return 0;
-    if (!get_adapt(j, &c->adapt)) return 0;
+    if (!judge_adapt_values(j, c)) return 0;
     memcpy(c->source, j->src->path, sizeof c->source);
     return 1;
 }
 
+/* Every other lossy codec is contractive, topkq included: it drops what
+ * topk drops and quantises what it keeps, a residual smaller than the input. */
 int gcmpi_ef_auto(const gc_codec *codec, const gc_params *p)
 {
     const char *name = gc_codec_name(codec);
@@ -456,13 +640,55 @@ int gcmpi_codec_has_native_path(const gc_codec *c)
     return 0;
 }
 
-static int is_sparse(const gc_codec *c) { return (gc_codec_flags(c) & GC_SPARSE) != 0; }
+static int keep_native(const gc_codec *c, const void *ctx)
+{
+    (void)ctx;
+    return gcmpi_codec_has_native_path(c);
+}
+
+static int keep_sparse(const gc_codec *c, const void *ctx)
+{
+    (void)ctx;
+    return (gc_codec_flags(c) & GC_SPARSE) != 0;
+}
+
+static int keep_adapt(const gc_codec *c, const void *adapt_config)
+{
+    return gc_adapt_supports(adapt_config, c);
+}
+
+/* The adaptive layer: each part must apply to the codec, and only one part
+ * may choose the ratio. Parameters of a method that is not selected are not
+ * judged here: users keep them in config files while switching methods. */
+static int judge_adapt_combinations(const judge *j, const gcmpi_config *c)
+{
+    char names[512];
+    const char *codec = gc_codec_name(c->codec);
+    const char *method = cfg_adapt_words[c->adapt.method];
+    gc_adapt_config only_method = {.method = c->adapt.method};
+    gc_adapt_config only_auto = {.method = GC_ADAPT_NONE, .ratio_auto = {.on = 1}};
+    if (!gc_adapt_supports(&only_method, c->codec)) {
+        codec_list(names, sizeof names, keep_adapt, &only_method);
+        return bad(j, CFG_ADAPT, "does not work with GCMPI_CODEC=%s; %s works with: %s", codec, method,
+                   names);
+    }
+    if (!c->adapt.ratio_auto.on) return 1;
+    if (c->adapt.method == GC_ADAPT_EDGC || c->adapt.method == GC_ADAPT_VARIANCE)
+        return bad(j, CFG_RATIO, "does not work with GCMPI_ADAPT=%s, which chooses the ratio itself; "
+                                 "expected " RATIO_EXPECT " (%s starts from it) or GCMPI_ADAPT=none",
+                   method, method);
+    if (!gc_adapt_supports(&only_auto, c->codec)) {
+        codec_list(names, sizeof names, keep_adapt, &only_auto);
+        return bad(j, CFG_RATIO, "does not work with GCMPI_CODEC=%s; auto works with: %s", codec, names);
+    }
+    return 1;
+}
 
 static int judge_combinations(const judge *j, const gcmpi_config *c)
 {
     char names[512];
     if (c->algo == GCMPI_ALGO_NATIVE && !gcmpi_codec_has_native_path(c->codec)) {
-        codec_list(names, sizeof names, gcmpi_codec_has_native_path);
+        codec_list(names, sizeof names, keep_native, NULL);
         return bad(j, CFG_ALGO, "does not work with GCMPI_CODEC=%s; native works with: %s",
                    gc_codec_name(c->codec), names);
     }
@@ -474,8 +700,8 @@ static int judge_combinations(const judge *j, const gcmpi_config *c)
     if (c->algo == GCMPI_ALGO_NATIVE && (c->params.flags & GC_PF_CRC))
         return bad(j, CFG_CRC, "does not work with GCMPI_ALGO=native (MPI sums the values itself, "
                                "there is no payload to check); expected 0");
-    if (c->ef_momentum > 0 && !is_sparse(c->codec)) {
-        codec_list(names, sizeof names, is_sparse);
+    if (c->ef_momentum > 0 && !keep_sparse(c->codec, NULL)) {
+        codec_list(names, sizeof names, keep_sparse, NULL);
         return bad(j, CFG_EF_MOMENTUM, "does not work with GCMPI_CODEC=%s; momentum correction "
                                        "works with the sparse codecs: %s",
                    gc_codec_name(c->codec), names);
@@ -486,7 +712,7 @@ static int judge_combinations(const judge *j, const gcmpi_config *c)
     if (c->ef && c->ef_max_bytes == 0)
         return bad(j, CFG_EF_MAX_BYTES, "is out of range; expected at least 1 while GCMPI_EF=1 "
                                         "(GCMPI_EF=0 turns error feedback off)");
-    return 1;
+    return judge_adapt_combinations(j, c);
 }
 
 /* ---- entry points ---------------------------------------------------------------------- */
@@ -511,7 +737,7 @@ void gcmpi_config_defaults(gcmpi_config *cfg)
     cfg->seed = 42;
     cfg->comm = GCMPI_COMM_WORLD_ONLY;
     cfg->verbose = 0;
-    cfg->adapt = GCMPI_ADAPT_NONE;
+    gc_adapt_config_default(&cfg->adapt);
 }
 
 void gcmpi_config_load(gcmpi_config *cfg, gcmpi_config_result *res, char *const *envp)

@@ -18,13 +18,20 @@
       "pass every call straight to MPI")                                                       \
     X(CODEC, "GCMPI_CODEC", "codec name", "none",                                              \
       "none, fp16, bf16, int8, qsgd, terngrad, sign, onebit, natural, topk, randk, dgc, "      \
-      "powersgd, eg", "compressor for eligible calls; none sends float32 unchanged")          \
-    X(RATIO, "GCMPI_RATIO", "number", "0.01", "(0, 1]",                                        \
-      "fraction of elements kept by topk, randk, dgc")                                        \
-    X(BITS, "GCMPI_BITS", "integer", "4", "depends on the codec (qsgd: 2..8)",                \
-      "bits per element incl. sign (qsgd)")                                                    \
+      "powersgd, eg, topkq", "compressor for eligible calls; none sends float32 unchanged")   \
+    X(RATIO, "GCMPI_RATIO", "number or auto", "0.01", "(0, 1] or auto",                        \
+      "fraction of elements kept by topk, randk, dgc, topkq; auto chooses it per call from "  \
+      "the measured link and GCMPI_RATIO_BUDGET")                                              \
+    X(RATIO_BUDGET, "GCMPI_RATIO_BUDGET", "number", "0.01", "> 0",                             \
+      "GCMPI_RATIO=auto: seconds of communication to aim for per compressed call")            \
+    X(RATIO_MIN, "GCMPI_RATIO_MIN", "number", "0.0001", "(0, 1], <= GCMPI_RATIO_MAX",          \
+      "GCMPI_RATIO=auto: smallest ratio it may choose")                                        \
+    X(RATIO_MAX, "GCMPI_RATIO_MAX", "number", "0.1", "(0, 1]",                                 \
+      "GCMPI_RATIO=auto: largest ratio it may choose, and the ratio of the first call")       \
+    X(BITS, "GCMPI_BITS", "integer", "4", "depends on the codec (qsgd: 2..8, topkq: 1..8)",   \
+      "bits per element incl. sign (qsgd; topkq: per kept value)")                             \
     X(BUCKET, "GCMPI_BUCKET", "size", "512", "depends on the codec (1..2^31)",                 \
-      "elements sharing one scale (int8, qsgd, terngrad, sign, onebit, natural, eg)")         \
+      "elements sharing one scale (int8, qsgd, terngrad, sign, onebit, natural, eg, topkq)")  \
     X(RANK, "GCMPI_RANK", "integer", "4", "depends on the codec (1..1024)",                    \
       "rank of the PowerSGD approximation")                                                    \
     X(EG_N, "GCMPI_EG_N", "integer or auto", "auto", "depends on the codec (-60..60)", \
@@ -63,8 +70,51 @@
     X(VERIFY, "GCMPI_VERIFY", "bool", "0", "0/1, true/false, yes/no, on/off",                  \
       "also run the exact allreduce and report the relative error (debugging, slow)")          \
     X(VERBOSE, "GCMPI_VERBOSE", "integer", "0", "0..3", "diagnostics on stderr")               \
-    X(ADAPT, "GCMPI_ADAPT", "keyword", "none", "none (gct, edgc, variance: later)",             \
-      "adaptive parameter layer")                                                              \
+    X(ADAPT, "GCMPI_ADAPT", "keyword", "none", "none, gct (eg), edgc (topk, dgc, topkq, "       \
+      "powersgd), variance (topk, dgc, topkq)",                                                 \
+      "adaptive layer: gct shapes gradients so eg codes them in fewer bits; edgc sets the "    \
+      "ratio or rank from the gradient's entropy; variance sets the ratio from how much the "  \
+      "gradient moves and, with topkq, each bucket's bit width")                              \
+    X(GCT_LAMBDA, "GCMPI_GCT_LAMBDA", "number", "0.0001", ">= 0",                              \
+      "gct: initial strength of the shaping (Lagrange multiplier); 0 leaves gradients "        \
+      "as they are")                                                                           \
+    X(GCT_LR, "GCMPI_GCT_LR", "number", "0.01", "> 0",                                         \
+      "gct: the learning rate of the training (the shaping term divides by it)")              \
+    X(GCT_EPS, "GCMPI_GCT_EPS", "number", "1e-08", "> 0",                                      \
+      "gct: added to the previous gradient before the shaping divides by it")                 \
+    X(GCT_DECAY, "GCMPI_GCT_DECAY", "number", "0.8", "(0, 1]",                                 \
+      "gct: the strength is multiplied by this every GCMPI_GCT_DECAY_EVERY calls")            \
+    X(GCT_DECAY_EVERY, "GCMPI_GCT_DECAY_EVERY", "integer", "1000", ">= 1",                     \
+      "gct: calls on a buffer between two decay steps")                                        \
+    X(GCT_FORM, "GCMPI_GCT_FORM", "keyword", "eq9", "eq9, alg2",                               \
+      "gct: Eq. 9 of the GCT paper (shaping term times sign(g)) or its Algorithm 2 (without)") \
+    X(EDGC_ALPHA, "GCMPI_EDGC_ALPHA", "number", "0.1", "(0, 1]",                               \
+      "edgc: fraction of calls whose gradient entropy is measured")                           \
+    X(EDGC_BETA, "GCMPI_EDGC_BETA", "number", "0.01", "(0, 1]",                                \
+      "edgc: fraction of the elements sampled to measure the entropy")                        \
+    X(EDGC_WINDOW, "GCMPI_EDGC_WINDOW", "integer", "100", ">= 1",                              \
+      "edgc: calls per window; the ratio or rank changes only between windows")               \
+    X(EDGC_MIN, "GCMPI_EDGC_MIN", "number or auto", "auto",                                    \
+      "auto, or a ratio in (0, 1] (topk, dgc, topkq) or a rank in 1..1024 (powersgd); "       \
+      "<= GCMPI_EDGC_MAX",                                                                     \
+      "edgc: smallest ratio or rank; auto = a quarter of GCMPI_RATIO or GCMPI_RANK")          \
+    X(EDGC_MAX, "GCMPI_EDGC_MAX", "number or auto", "auto",                                    \
+      "auto, or a ratio in (0, 1] (topk, dgc, topkq) or a rank in 1..1024 (powersgd)",         \
+      "edgc: largest ratio or rank; auto = 4 times GCMPI_RATIO or GCMPI_RANK")                 \
+    X(VAR_ALPHA, "GCMPI_VAR_ALPHA", "number", "1", "[0, 4]",                                   \
+      "variance: how strongly the ratio follows the gradient's movement; 0 keeps GCMPI_RATIO") \
+    X(VAR_MEMORY, "GCMPI_VAR_MEMORY", "integer", "20", "1..100000",                            \
+      "variance: calls the short-term average spans (the long-term one spans 10 times more)") \
+    X(VAR_MIN, "GCMPI_VAR_MIN", "number or auto", "auto", "auto or (0, 1]; <= GCMPI_VAR_MAX",  \
+      "variance: smallest ratio; auto = a quarter of GCMPI_RATIO")                            \
+    X(VAR_MAX, "GCMPI_VAR_MAX", "number or auto", "auto", "auto or (0, 1]",                    \
+      "variance: largest ratio; auto = 4 times GCMPI_RATIO")                                   \
+    X(VAR_WIDTHS, "GCMPI_VAR_WIDTHS", "list", "1,2,3,4,6,8",                                   \
+      "1 to 8 comma-separated integers in 1..8, ascending",                                   \
+      "variance with topkq: the bit widths a bucket may be quantised to")                     \
+    X(VAR_TARGET, "GCMPI_VAR_TARGET", "number", "0.02", "(0, 1)",                              \
+      "variance with topkq: each bucket gets the smallest width whose relative quantisation "  \
+      "error (squared) stays below this")                                                      \
     X(CONFIG, "GCMPI_CONFIG", "path", "", "a readable file",                                   \
       "file of GCMPI_NAME=VALUE lines read first; the environment wins")
 
@@ -74,6 +124,11 @@ typedef enum cfg_var {
 #undef CFG_ENUM
     CFG_VAR_COUNT
 } cfg_var;
+
+/* Keyword values shared by judging and describing, NULL-terminated; the
+ * index is the stored value (gc_adapt_method, gc_gct_params.alg2). */
+extern const char *const cfg_adapt_words[];
+extern const char *const cfg_gct_forms[];
 
 /* ---- value parsers --------------------------------------------------------
  * Strict: no surrounding or trailing characters, no empty strings, no

@@ -42,6 +42,35 @@ static void mix_string(hasher *s, const char *str)
     mix_bytes(s, str, len);
 }
 
+/* Every field, also those of methods not selected: ranks reading different
+ * files are told so even before the difference would matter. */
+static void mix_adapt(hasher *s, const gc_adapt_config *a)
+{
+    mix_u64(s, (uint64_t)a->method);
+    mix_double(s, a->gct.lambda);
+    mix_double(s, a->gct.lr);
+    mix_double(s, a->gct.eps);
+    mix_double(s, a->gct.decay);
+    mix_u64(s, a->gct.decay_every);
+    mix_u64(s, (uint64_t)a->gct.alg2);
+    mix_double(s, a->edgc.alpha);
+    mix_double(s, a->edgc.beta);
+    mix_u64(s, a->edgc.window);
+    mix_double(s, a->edgc.min);
+    mix_double(s, a->edgc.max);
+    mix_double(s, a->var.alpha);
+    mix_u64(s, a->var.memory);
+    mix_double(s, a->var.min);
+    mix_double(s, a->var.max);
+    mix_u64(s, a->var.n_widths);
+    for (unsigned i = 0; i < a->var.n_widths && i < GC_VAR_MAX_WIDTHS; i++) mix_u64(s, a->var.widths[i]);
+    mix_double(s, a->var.target);
+    mix_u64(s, (uint64_t)a->ratio_auto.on);
+    mix_double(s, a->ratio_auto.budget_s);
+    mix_double(s, a->ratio_auto.min);
+    mix_double(s, a->ratio_auto.max);
+}
+
 uint64_t gcmpi_config_hash(const gcmpi_config *cfg)
 {
     hasher s = {0xCBF29CE484222325ull};
@@ -74,7 +103,7 @@ uint64_t gcmpi_config_hash(const gcmpi_config *cfg)
     }
     /* GCMPI_VERIFY runs an extra exact allreduce: all ranks or none. */
     mix_u64(&s, (uint64_t)cfg->verify);
-    mix_u64(&s, (uint64_t)cfg->adapt);
+    mix_adapt(&s, &cfg->adapt);
     return s.h;
 }
 
@@ -119,6 +148,13 @@ static void put_double(writer *w, const char *name, double v)
     put(w, "%s=%s\n", name, text);
 }
 
+/* A bound where 0 means auto. */
+static void put_double_or_auto(writer *w, const char *name, double v)
+{
+    if (v == 0.0) put(w, "%s=auto\n", name);
+    else put_double(w, name, v);
+}
+
 static void put_int_or_auto(writer *w, const char *name, int v)
 {
     if (v == GC_AUTO) put(w, "%s=auto\n", name);
@@ -128,7 +164,6 @@ static void put_int_or_auto(writer *w, const char *name, int v)
 size_t gcmpi_config_describe(const gcmpi_config *cfg, char *buf, size_t len)
 {
     static const char *const algos[] = {"auto", "allgather", "rsag", "native"};
-    static const char *const adapts[] = {"none", "gct", "edgc", "variance"};
     writer w = {buf, buf ? len : 0, 0};
     if (w.len) buf[0] = '\0';
     const gc_params *p = &cfg->params;
@@ -136,7 +171,12 @@ size_t gcmpi_config_describe(const gcmpi_config *cfg, char *buf, size_t len)
 
     put(&w, "%s=%d\n", n[CFG_DISABLE], cfg->disable);
     put(&w, "%s=%s\n", n[CFG_CODEC], gc_codec_name(cfg->codec));
-    put_double(&w, n[CFG_RATIO], p->ratio);
+    const gc_adapt_config *a = &cfg->adapt;
+    if (a->ratio_auto.on) put(&w, "%s=auto\n", n[CFG_RATIO]);
+    else put_double(&w, n[CFG_RATIO], p->ratio);
+    put_double(&w, n[CFG_RATIO_BUDGET], a->ratio_auto.budget_s);
+    put_double(&w, n[CFG_RATIO_MIN], a->ratio_auto.min);
+    put_double(&w, n[CFG_RATIO_MAX], a->ratio_auto.max);
     put(&w, "%s=%u\n", n[CFG_BITS], p->bits);
     put_size(&w, n[CFG_BUCKET], p->bucket);
     put(&w, "%s=%u\n", n[CFG_RANK], p->rank);
@@ -170,7 +210,27 @@ size_t gcmpi_config_describe(const gcmpi_config *cfg, char *buf, size_t len)
              cfg->stats_stderr && cfg->stats_json[0] ? "," : "", cfg->stats_json);
     put(&w, "%s=%d\n", n[CFG_VERIFY], cfg->verify);
     put(&w, "%s=%d\n", n[CFG_VERBOSE], cfg->verbose);
-    put(&w, "%s=%s\n", n[CFG_ADAPT], (unsigned)cfg->adapt < 4 ? adapts[cfg->adapt] : "?");
+    put(&w, "%s=%s\n", n[CFG_ADAPT], (unsigned)a->method < 4 ? cfg_adapt_words[a->method] : "?");
+    put_double(&w, n[CFG_GCT_LAMBDA], a->gct.lambda);
+    put_double(&w, n[CFG_GCT_LR], a->gct.lr);
+    put_double(&w, n[CFG_GCT_EPS], a->gct.eps);
+    put_double(&w, n[CFG_GCT_DECAY], a->gct.decay);
+    put(&w, "%s=%" PRIu64 "\n", n[CFG_GCT_DECAY_EVERY], a->gct.decay_every);
+    put(&w, "%s=%s\n", n[CFG_GCT_FORM], cfg_gct_forms[a->gct.alg2 ? 1 : 0]);
+    put_double(&w, n[CFG_EDGC_ALPHA], a->edgc.alpha);
+    put_double(&w, n[CFG_EDGC_BETA], a->edgc.beta);
+    put(&w, "%s=%" PRIu64 "\n", n[CFG_EDGC_WINDOW], a->edgc.window);
+    put_double_or_auto(&w, n[CFG_EDGC_MIN], a->edgc.min);
+    put_double_or_auto(&w, n[CFG_EDGC_MAX], a->edgc.max);
+    put_double(&w, n[CFG_VAR_ALPHA], a->var.alpha);
+    put(&w, "%s=%" PRIu64 "\n", n[CFG_VAR_MEMORY], a->var.memory);
+    put_double_or_auto(&w, n[CFG_VAR_MIN], a->var.min);
+    put_double_or_auto(&w, n[CFG_VAR_MAX], a->var.max);
+    put(&w, "%s=", n[CFG_VAR_WIDTHS]);
+    for (unsigned i = 0; i < a->var.n_widths && i < GC_VAR_MAX_WIDTHS; i++)
+        put(&w, "%s%u", i ? "," : "", a->var.widths[i]);
+    put(&w, "\n");
+    put_double(&w, n[CFG_VAR_TARGET], a->var.target);
     put(&w, "%s=%s\n", n[CFG_CONFIG], cfg->source);
     return w.total;
 }

@@ -4,6 +4,7 @@
 #define GCMPI_CONFIG_H
 
 #include "gcmpi_codec.h"
+#include "adapt/gc_adapt.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -21,13 +22,6 @@ typedef enum gcmpi_comm_select {
     GCMPI_COMM_ALL,            /* every intracommunicator of size >= 2 */
     GCMPI_COMM_NAMES,          /* only communicators whose MPI_Comm_set_name is listed */
 } gcmpi_comm_select;
-
-typedef enum gcmpi_adapt {
-    GCMPI_ADAPT_NONE = 0,
-    GCMPI_ADAPT_GCT,
-    GCMPI_ADAPT_EDGC,
-    GCMPI_ADAPT_VARIANCE,
-} gcmpi_adapt;
 
 #define GCMPI_MAX_COMM_NAMES 16
 #define GCMPI_COMM_NAME_LEN 128
@@ -54,7 +48,10 @@ typedef struct gcmpi_config {
     char stats_json[GCMPI_PATH_LEN];  /* GCMPI_STATS JSON path, "" = none */
     int verify;                       /* GCMPI_VERIFY */
     int verbose;                      /* GCMPI_VERBOSE: 0..3 */
-    gcmpi_adapt adapt;                /* GCMPI_ADAPT (issue 8) */
+    gc_adapt_config adapt;            /* GCMPI_ADAPT and its GCMPI_GCT_*, GCMPI_EDGC_*,
+                                         GCMPI_VAR_* parameters; GCMPI_RATIO=auto with
+                                         GCMPI_RATIO_BUDGET/_MIN/_MAX (params.ratio then
+                                         holds the starting ratio, GCMPI_RATIO_MAX) */
     char source[GCMPI_PATH_LEN];      /* GCMPI_CONFIG file read, "" = none */
 } gcmpi_config;
 

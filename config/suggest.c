@@ -13,7 +13,7 @@ static size_t min3(size_t a, size_t b, size_t c)
 }
 
 /* Names longer than this are not typos of any known name (the longest has
- * 20 characters): their distance is reported as SIZE_MAX. */
+ * 21 characters): their distance is reported as SIZE_MAX. */
 #define NAME_MAX_SUGGEST 64
 
 size_t cfg_edit_distance(const char *a, const char *b)

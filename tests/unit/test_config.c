@@ -95,9 +95,43 @@ Test(defaults, empty_environment_gives_the_documented_values)
     cr_assert_str_eq(cfg.stats_json, "");
     cr_assert_eq(cfg.verify, 0);
     cr_assert_eq(cfg.verbose, 0);
-    cr_assert_eq(cfg.adapt, GCMPI_ADAPT_NONE);
     cr_assert_str_eq(cfg.source, "");
     cr_assert_eq(gcmpi_config_hash(&cfg), default_hash());
+}
+
+Test(defaults, adaptive_layer_defaults_are_the_documented_values)
+{
+    load_ok(no_env);
+    const gc_adapt_config *a = &cfg.adapt;
+    cr_assert_eq(a->method, GC_ADAPT_NONE);
+    cr_assert_eq(a->gct.lambda, 1e-4);
+    cr_assert_eq(a->gct.lr, 0.01);
+    cr_assert_eq(a->gct.eps, 1e-8);
+    cr_assert_eq(a->gct.decay, 0.8);
+    cr_assert_eq(a->gct.decay_every, 1000);
+    cr_assert_eq(a->gct.alg2, 0);
+    cr_assert_eq(a->edgc.alpha, 0.1);
+    cr_assert_eq(a->edgc.beta, 0.01);
+    cr_assert_eq(a->edgc.window, 100);
+    cr_assert_eq(a->edgc.min, 0.0);
+    cr_assert_eq(a->edgc.max, 0.0);
+    cr_assert_eq(a->var.alpha, 1.0);
+    cr_assert_eq(a->var.memory, 20);
+    cr_assert_eq(a->var.min, 0.0);
+    cr_assert_eq(a->var.max, 0.0);
+    cr_assert_eq(a->var.n_widths, 6);
+    static const unsigned widths[] = {1, 2, 3, 4, 6, 8};
+    for (unsigned i = 0; i < 6; i++) cr_assert_eq(a->var.widths[i], widths[i], "width %u", i);
+    cr_assert_eq(a->var.target, 0.02);
+    cr_assert_eq(a->ratio_auto.on, 0);
+    cr_assert_eq(a->ratio_auto.budget_s, 0.01);
+    cr_assert_eq(a->ratio_auto.min, 0.0001);
+    cr_assert_eq(a->ratio_auto.max, 0.1);
+    cr_assert_not(gc_adapt_active(a));
+    /* gcmpi_config_defaults and gc_adapt_config_default agree. */
+    gc_adapt_config direct;
+    gc_adapt_config_default(&direct);
+    cr_assert_eq(memcmp(&direct, a, sizeof direct), 0);
 }
 
 Test(defaults, describe_prints_the_documented_default_of_every_variable)
@@ -280,8 +314,17 @@ Test(values, algorithms_and_adapt)
         load_ok(ENV((char *)cases[i].entry));
         cr_assert_eq(cfg.algo, cases[i].algo, "%s", cases[i].entry);
     }
-    load_ok(ENV("GCMPI_ADAPT=none"));
-    cr_assert_eq(cfg.adapt, GCMPI_ADAPT_NONE);
+    static const struct { char *codec, *adapt; gc_adapt_method method; } adapts[] = {
+        {"GCMPI_CODEC=topk", "GCMPI_ADAPT=none", GC_ADAPT_NONE},
+        {"GCMPI_CODEC=eg", "GCMPI_ADAPT=gct", GC_ADAPT_GCT},
+        {"GCMPI_CODEC=dgc", "GCMPI_ADAPT=EDGC", GC_ADAPT_EDGC},
+        {"GCMPI_CODEC=topkq", "GCMPI_ADAPT=variance", GC_ADAPT_VARIANCE},
+    };
+    for (size_t i = 0; i < sizeof adapts / sizeof adapts[0]; i++) {
+        load_ok(ENV(adapts[i].codec, adapts[i].adapt));
+        cr_assert_eq(cfg.adapt.method, adapts[i].method, "%s", adapts[i].adapt);
+        cr_assert_eq(gc_adapt_active(&cfg.adapt), adapts[i].method != GC_ADAPT_NONE);
+    }
 }
 
 Test(values, communicator_selection)
@@ -345,17 +388,17 @@ Test(errors, numbers)
     load_fails_with(ENV("GCMPI_RATIO=1e999"),
                     "libgcmpi: GCMPI_RATIO=1e999 is out of range; expected a number in (0, 1]");
     load_fails_with(ENV("GCMPI_RATIO=nan"),
-                    "libgcmpi: GCMPI_RATIO=nan is not a number; expected a number in (0, 1]");
+                    "libgcmpi: GCMPI_RATIO=nan is not a number; expected a number in (0, 1] or auto");
     load_fails_with(ENV("GCMPI_RATIO=inf"),
-                    "libgcmpi: GCMPI_RATIO=inf is not a number; expected a number in (0, 1]");
+                    "libgcmpi: GCMPI_RATIO=inf is not a number; expected a number in (0, 1] or auto");
     load_fails_with(ENV("GCMPI_RATIO=0.1x"),
-                    "libgcmpi: GCMPI_RATIO=0.1x is not a number; expected a number in (0, 1]");
+                    "libgcmpi: GCMPI_RATIO=0.1x is not a number; expected a number in (0, 1] or auto");
     load_fails_with(ENV("GCMPI_RATIO=0x1p-3"),
-                    "libgcmpi: GCMPI_RATIO=0x1p-3 is not a number; expected a number in (0, 1]");
+                    "libgcmpi: GCMPI_RATIO=0x1p-3 is not a number; expected a number in (0, 1] or auto");
     load_fails_with(ENV("GCMPI_RATIO=0,5"),
-                    "libgcmpi: GCMPI_RATIO=0,5 is not a number; expected a number in (0, 1]");
+                    "libgcmpi: GCMPI_RATIO=0,5 is not a number; expected a number in (0, 1] or auto");
     load_fails_with(ENV("GCMPI_RATIO="),
-                    "libgcmpi: GCMPI_RATIO= is empty; expected a number in (0, 1]");
+                    "libgcmpi: GCMPI_RATIO= is empty; expected a number in (0, 1] or auto");
     load_fails_with(ENV("GCMPI_EF_MOMENTUM=1"),
                     "libgcmpi: GCMPI_EF_MOMENTUM=1 is out of range; expected a number in [0, 1)");
     load_fails_with(ENV("GCMPI_DGC_SAMPLE=1e"),
@@ -366,10 +409,10 @@ Test(errors, codec_names_list_the_registry)
 {
     load_fails_with(ENV("GCMPI_CODEC=topkk"),
                     "libgcmpi: GCMPI_CODEC=topkk is not a codec; expected one of: none, fp16, bf16, "
-                    "int8, qsgd, terngrad, sign, onebit, natural, topk, randk, dgc, powersgd, eg");
+                    "int8, qsgd, terngrad, sign, onebit, natural, topk, randk, dgc, powersgd, eg, topkq");
     load_fails_with(ENV("GCMPI_CODEC="),
                     "libgcmpi: GCMPI_CODEC= is empty; expected one of: none, fp16, bf16, "
-                    "int8, qsgd, terngrad, sign, onebit, natural, topk, randk, dgc, powersgd, eg");
+                    "int8, qsgd, terngrad, sign, onebit, natural, topk, randk, dgc, powersgd, eg, topkq");
 }
 
 Test(errors, sizes)
@@ -426,12 +469,12 @@ Test(errors, keywords_and_booleans)
                     "libgcmpi: GCMPI_ALGO=ring is not an algorithm; expected auto, allgather, rsag or native");
     load_fails_with(ENV("GCMPI_QSGD_CODING=huffman"),
                     "libgcmpi: GCMPI_QSGD_CODING=huffman is not a QSGD coding; expected fixed or elias");
-    load_fails_with(ENV("GCMPI_ADAPT=gct"),
-                    "libgcmpi: GCMPI_ADAPT=gct is not available in this build; expected none");
-    load_fails_with(ENV("GCMPI_ADAPT=edgc"),
-                    "libgcmpi: GCMPI_ADAPT=edgc is not available in this build; expected none");
     load_fails_with(ENV("GCMPI_ADAPT=magic"),
-                    "libgcmpi: GCMPI_ADAPT=magic is not an adaptive mode; expected none");
+                    "libgcmpi: GCMPI_ADAPT=magic is not an adaptive method; expected none, gct, edgc or variance");
+    load_fails_with(ENV("GCMPI_ADAPT="),
+                    "libgcmpi: GCMPI_ADAPT= is empty; expected none, gct, edgc or variance");
+    load_fails_with(ENV("GCMPI_GCT_FORM=eq8"),
+                    "libgcmpi: GCMPI_GCT_FORM=eq8 is not a GCT form; expected eq9 or alg2");
     load_fails_with(ENV("GCMPI_LOSSLESS=lz4"),
                     "libgcmpi: GCMPI_LOSSLESS=lz4 is not a lossless stage; expected off, zstd or zstd:LEVEL with LEVEL in [1, 19]");
     load_fails_with(ENV("GCMPI_LOSSLESS=zstd:20"),
@@ -673,6 +716,349 @@ Test(unknown, edit_distance_counts_transpositions_once_and_ignores_case)
     cr_assert_null(cfg_suggest("GCMPI_COMPLETELY_DIFFERENT"));
 }
 
+/* ---- the adaptive layer (GCMPI_ADAPT, GCMPI_GCT_*, GCMPI_EDGC_*, GCMPI_VAR_*, GCMPI_RATIO=auto) */
+
+Test(adapt, every_parameter_is_stored)
+{
+    load_ok(ENV("GCMPI_CODEC=topkq", "GCMPI_ADAPT=variance", "GCMPI_GCT_LAMBDA=0", "GCMPI_GCT_LR=0.5",
+                "GCMPI_GCT_EPS=1e-6", "GCMPI_GCT_DECAY=1", "GCMPI_GCT_DECAY_EVERY=7",
+                "GCMPI_GCT_FORM=ALG2", "GCMPI_EDGC_ALPHA=1", "GCMPI_EDGC_BETA=0.25",
+                "GCMPI_EDGC_WINDOW=9", "GCMPI_EDGC_MIN=3", "GCMPI_EDGC_MAX=Auto",
+                "GCMPI_VAR_ALPHA=4", "GCMPI_VAR_MEMORY=100000", "GCMPI_VAR_MIN=0.001",
+                "GCMPI_VAR_MAX=0.5", "GCMPI_VAR_WIDTHS= 2, 3 ,8", "GCMPI_VAR_TARGET=0.5",
+                "GCMPI_RATIO_BUDGET=2.5", "GCMPI_RATIO_MIN=0.2", "GCMPI_RATIO_MAX=0.2"));
+    const gc_adapt_config *a = &cfg.adapt;
+    cr_assert_eq(a->method, GC_ADAPT_VARIANCE);
+    cr_assert_eq(a->gct.lambda, 0.0);
+    cr_assert_eq(a->gct.lr, 0.5);
+    cr_assert_eq(a->gct.eps, 1e-6);
+    cr_assert_eq(a->gct.decay, 1.0);
+    cr_assert_eq(a->gct.decay_every, 7);
+    cr_assert_eq(a->gct.alg2, 1);
+    cr_assert_eq(a->edgc.alpha, 1.0);
+    cr_assert_eq(a->edgc.beta, 0.25);
+    cr_assert_eq(a->edgc.window, 9);
+    /* edgc is not selected: any positive bound is kept as it is. */
+    cr_assert_eq(a->edgc.min, 3.0);
+    cr_assert_eq(a->edgc.max, 0.0);
+    cr_assert_eq(a->var.alpha, 4.0);
+    cr_assert_eq(a->var.memory, 100000);
+    cr_assert_eq(a->var.min, 0.001);
+    cr_assert_eq(a->var.max, 0.5);
+    cr_assert_eq(a->var.n_widths, 3);
+    cr_assert_eq(a->var.widths[0], 2);
+    cr_assert_eq(a->var.widths[1], 3);
+    cr_assert_eq(a->var.widths[2], 8);
+    cr_assert_eq(a->var.widths[3], 0);
+    cr_assert_eq(a->var.target, 0.5);
+    cr_assert_eq(a->ratio_auto.on, 0);
+    cr_assert_eq(a->ratio_auto.budget_s, 2.5);
+    cr_assert_eq(a->ratio_auto.min, 0.2);
+    cr_assert_eq(a->ratio_auto.max, 0.2);
+    cr_assert_eq(cfg.params.ratio, 0.01);
+    load_ok(ENV("GCMPI_GCT_FORM=eq9", "GCMPI_VAR_WIDTHS=1,2,3,4,5,6,7,8", "GCMPI_VAR_MEMORY=1",
+                "GCMPI_VAR_ALPHA=0", "GCMPI_GCT_DECAY_EVERY=9223372036854775807"));
+    cr_assert_eq(cfg.adapt.gct.alg2, 0);
+    cr_assert_eq(cfg.adapt.var.n_widths, 8);
+    cr_assert_eq(cfg.adapt.var.widths[7], 8);
+    cr_assert_eq(cfg.adapt.var.memory, 1);
+    cr_assert_eq(cfg.adapt.var.alpha, 0.0);
+    cr_assert_eq(cfg.adapt.gct.decay_every, 9223372036854775807ull);
+}
+
+Test(adapt, ratio_auto_starts_at_the_largest_ratio)
+{
+    load_ok(ENV("GCMPI_CODEC=topk", "GCMPI_RATIO=auto"));
+    cr_assert_eq(cfg.adapt.ratio_auto.on, 1);
+    cr_assert_eq(cfg.params.ratio, 0.1);
+    cr_assert(gc_adapt_active(&cfg.adapt));
+    load_ok(ENV("GCMPI_CODEC=randk", "GCMPI_RATIO=AUTO", "GCMPI_RATIO_MAX=0.25", "GCMPI_RATIO_MIN=0.01",
+                "GCMPI_RATIO_BUDGET=0.5"));
+    cr_assert_eq(cfg.adapt.ratio_auto.on, 1);
+    cr_assert_eq(cfg.params.ratio, 0.25);
+    cr_assert_eq(cfg.adapt.ratio_auto.min, 0.01);
+    cr_assert_eq(cfg.adapt.ratio_auto.budget_s, 0.5);
+    char text[4096];
+    gcmpi_config_describe(&cfg, text, sizeof text);
+    cr_assert(strstr(text, "GCMPI_RATIO=auto\nGCMPI_RATIO_BUDGET=0.5\nGCMPI_RATIO_MIN=0.01\n"
+                           "GCMPI_RATIO_MAX=0.25\n") != NULL, "%s", text);
+    /* A number turns auto off again. */
+    load_ok(ENV("GCMPI_CODEC=topk", "GCMPI_RATIO=0.3"));
+    cr_assert_eq(cfg.adapt.ratio_auto.on, 0);
+    cr_assert_eq(cfg.params.ratio, 0.3);
+}
+
+Test(adapt, edgc_bounds_are_ratios_or_ranks_by_codec)
+{
+    load_ok(ENV("GCMPI_CODEC=dgc", "GCMPI_ADAPT=edgc", "GCMPI_EDGC_MIN=0.001", "GCMPI_EDGC_MAX=1"));
+    cr_assert_eq(cfg.adapt.edgc.min, 0.001);
+    cr_assert_eq(cfg.adapt.edgc.max, 1.0);
+    load_ok(ENV("GCMPI_CODEC=powersgd", "GCMPI_ADAPT=edgc", "GCMPI_EDGC_MIN=1", "GCMPI_EDGC_MAX=1024"));
+    cr_assert_eq(cfg.adapt.edgc.min, 1.0);
+    cr_assert_eq(cfg.adapt.edgc.max, 1024.0);
+    load_ok(ENV("GCMPI_CODEC=powersgd", "GCMPI_ADAPT=edgc", "GCMPI_EDGC_MIN=auto", "GCMPI_EDGC_MAX=8"));
+    cr_assert_eq(cfg.adapt.edgc.min, 0.0);
+    cr_assert_eq(cfg.adapt.edgc.max, 8.0);
+}
+
+Test(adapt, parameters_of_a_method_not_selected_are_accepted)
+{
+    /* Users keep config files with every method's settings and switch
+     * GCMPI_ADAPT: the others' values are judged only for their own form. */
+    load_ok(ENV("GCMPI_CODEC=eg", "GCMPI_ADAPT=gct", "GCMPI_EDGC_MAX=500", "GCMPI_EDGC_WINDOW=5",
+                "GCMPI_VAR_WIDTHS=2,4", "GCMPI_RATIO_BUDGET=1"));
+    cr_assert_eq(cfg.adapt.method, GC_ADAPT_GCT);
+    cr_assert_eq(cfg.adapt.edgc.max, 500.0);
+    load_ok(ENV("GCMPI_CODEC=topk", "GCMPI_GCT_LAMBDA=3", "GCMPI_GCT_FORM=alg2"));
+    cr_assert_eq(cfg.adapt.method, GC_ADAPT_NONE);
+    cr_assert_eq(cfg.adapt.gct.lambda, 3.0);
+}
+
+Test(adapt, bad_numbers_name_the_variable_and_the_range)
+{
+    load_fails_with(ENV("GCMPI_GCT_LAMBDA=-1e-9"),
+                    "libgcmpi: GCMPI_GCT_LAMBDA=-1e-9 is out of range; expected a number >= 0");
+    load_fails_with(ENV("GCMPI_GCT_LAMBDA=big"),
+                    "libgcmpi: GCMPI_GCT_LAMBDA=big is not a number; expected a number >= 0");
+    load_fails_with(ENV("GCMPI_GCT_LR=0"), "libgcmpi: GCMPI_GCT_LR=0 is out of range; expected a number > 0");
+    load_fails_with(ENV("GCMPI_GCT_LR=1e999"),
+                    "libgcmpi: GCMPI_GCT_LR=1e999 is out of range; expected a number > 0");
+    load_fails_with(ENV("GCMPI_GCT_EPS="), "libgcmpi: GCMPI_GCT_EPS= is empty; expected a number > 0");
+    load_fails_with(ENV("GCMPI_GCT_DECAY=0"),
+                    "libgcmpi: GCMPI_GCT_DECAY=0 is out of range; expected a number in (0, 1]");
+    load_fails_with(ENV("GCMPI_GCT_DECAY=1.01"),
+                    "libgcmpi: GCMPI_GCT_DECAY=1.01 is out of range; expected a number in (0, 1]");
+    load_fails_with(ENV("GCMPI_EDGC_ALPHA=0"),
+                    "libgcmpi: GCMPI_EDGC_ALPHA=0 is out of range; expected a number in (0, 1]");
+    load_fails_with(ENV("GCMPI_EDGC_BETA=2"),
+                    "libgcmpi: GCMPI_EDGC_BETA=2 is out of range; expected a number in (0, 1]");
+    load_fails_with(ENV("GCMPI_VAR_ALPHA=4.5"),
+                    "libgcmpi: GCMPI_VAR_ALPHA=4.5 is out of range; expected a number in [0, 4]");
+    load_fails_with(ENV("GCMPI_VAR_ALPHA=-0.5"),
+                    "libgcmpi: GCMPI_VAR_ALPHA=-0.5 is out of range; expected a number in [0, 4]");
+    load_fails_with(ENV("GCMPI_VAR_TARGET=1"),
+                    "libgcmpi: GCMPI_VAR_TARGET=1 is out of range; expected a number in (0, 1)");
+    load_fails_with(ENV("GCMPI_VAR_TARGET=0"),
+                    "libgcmpi: GCMPI_VAR_TARGET=0 is out of range; expected a number in (0, 1)");
+    load_fails_with(ENV("GCMPI_RATIO_BUDGET=0"),
+                    "libgcmpi: GCMPI_RATIO_BUDGET=0 is out of range; expected a number > 0");
+    load_fails_with(ENV("GCMPI_RATIO_BUDGET=10ms"),
+                    "libgcmpi: GCMPI_RATIO_BUDGET=10ms is not a number; expected a number > 0");
+    load_fails_with(ENV("GCMPI_RATIO_MIN=0"),
+                    "libgcmpi: GCMPI_RATIO_MIN=0 is out of range; expected a number in (0, 1]");
+    load_fails_with(ENV("GCMPI_RATIO_MAX=1.5"),
+                    "libgcmpi: GCMPI_RATIO_MAX=1.5 is out of range; expected a number in (0, 1]");
+    load_fails_with(ENV("GCMPI_RATIO_MAX=auto"),
+                    "libgcmpi: GCMPI_RATIO_MAX=auto is not a number; expected a number in (0, 1]");
+    load_fails_with(ENV("GCMPI_RATIO=aut"),
+                    "libgcmpi: GCMPI_RATIO=aut is not a number; expected a number in (0, 1] or auto");
+}
+
+Test(adapt, bad_integers_name_the_variable_and_the_range)
+{
+    load_fails_with(ENV("GCMPI_GCT_DECAY_EVERY=0"),
+                    "libgcmpi: GCMPI_GCT_DECAY_EVERY=0 is out of range; expected an integer in [1, 2^63 - 1]");
+    load_fails_with(ENV("GCMPI_GCT_DECAY_EVERY=9223372036854775808"),
+                    "libgcmpi: GCMPI_GCT_DECAY_EVERY=9223372036854775808 is out of range; expected an "
+                    "integer in [1, 2^63 - 1]");
+    load_fails_with(ENV("GCMPI_EDGC_WINDOW=1.5"),
+                    "libgcmpi: GCMPI_EDGC_WINDOW=1.5 is not an integer; expected an integer in [1, 2^63 - 1]");
+    load_fails_with(ENV("GCMPI_EDGC_WINDOW="),
+                    "libgcmpi: GCMPI_EDGC_WINDOW= is empty; expected an integer in [1, 2^63 - 1]");
+    load_fails_with(ENV("GCMPI_VAR_MEMORY=100001"),
+                    "libgcmpi: GCMPI_VAR_MEMORY=100001 is out of range; expected an integer in [1, 100000]");
+    load_fails_with(ENV("GCMPI_VAR_MEMORY=0"),
+                    "libgcmpi: GCMPI_VAR_MEMORY=0 is out of range; expected an integer in [1, 100000]");
+    load_fails_with(ENV("GCMPI_VAR_MEMORY=lots"),
+                    "libgcmpi: GCMPI_VAR_MEMORY=lots is not an integer; expected an integer in [1, 100000]");
+}
+
+Test(adapt, bad_bounds_follow_the_codec_edgc_adapts)
+{
+    load_fails_with(ENV("GCMPI_CODEC=topk", "GCMPI_ADAPT=edgc", "GCMPI_EDGC_MAX=2"),
+                    "libgcmpi: GCMPI_EDGC_MAX=2 is out of range; expected auto or a ratio in (0, 1] "
+                    "with GCMPI_CODEC=topk");
+    load_fails_with(ENV("GCMPI_CODEC=topkq", "GCMPI_ADAPT=edgc", "GCMPI_EDGC_MIN=0"),
+                    "libgcmpi: GCMPI_EDGC_MIN=0 is out of range; expected auto or a ratio in (0, 1] "
+                    "with GCMPI_CODEC=topkq");
+    load_fails_with(ENV("GCMPI_CODEC=powersgd", "GCMPI_ADAPT=edgc", "GCMPI_EDGC_MAX=1025"),
+                    "libgcmpi: GCMPI_EDGC_MAX=1025 is out of range; expected auto or a rank in [1, 1024] "
+                    "with GCMPI_CODEC=powersgd");
+    load_fails_with(ENV("GCMPI_CODEC=powersgd", "GCMPI_ADAPT=edgc", "GCMPI_EDGC_MIN=0.5"),
+                    "libgcmpi: GCMPI_EDGC_MIN=0.5 is out of range; expected auto or a rank in [1, 1024] "
+                    "with GCMPI_CODEC=powersgd");
+    load_fails_with(ENV("GCMPI_CODEC=powersgd", "GCMPI_ADAPT=edgc", "GCMPI_EDGC_MIN=2.5"),
+                    "libgcmpi: GCMPI_EDGC_MIN=2.5 is not an integer; expected auto or a rank in [1, 1024] "
+                    "with GCMPI_CODEC=powersgd");
+    load_fails_with(ENV("GCMPI_CODEC=powersgd", "GCMPI_ADAPT=edgc", "GCMPI_EDGC_MIN=few"),
+                    "libgcmpi: GCMPI_EDGC_MIN=few is not a number; expected auto or a rank in [1, 1024] "
+                    "with GCMPI_CODEC=powersgd");
+    /* Without edgc selected the bounds need only be positive. */
+    load_fails_with(ENV("GCMPI_EDGC_MAX=0"),
+                    "libgcmpi: GCMPI_EDGC_MAX=0 is out of range; expected auto or a number > 0");
+    load_fails_with(ENV("GCMPI_EDGC_MIN="), "libgcmpi: GCMPI_EDGC_MIN= is empty; expected auto or a number > 0");
+    load_fails_with(ENV("GCMPI_VAR_MIN=1.5"),
+                    "libgcmpi: GCMPI_VAR_MIN=1.5 is out of range; expected auto or a ratio in (0, 1]");
+    load_fails_with(ENV("GCMPI_VAR_MAX=none"),
+                    "libgcmpi: GCMPI_VAR_MAX=none is not a number; expected auto or a ratio in (0, 1]");
+}
+
+Test(adapt, minimum_above_maximum_names_both)
+{
+    load_fails_with(ENV("GCMPI_CODEC=topk", "GCMPI_ADAPT=edgc", "GCMPI_EDGC_MIN=0.5", "GCMPI_EDGC_MAX=0.1"),
+                    "libgcmpi: GCMPI_EDGC_MIN=0.5 is above GCMPI_EDGC_MAX=0.1; expected "
+                    "GCMPI_EDGC_MIN <= GCMPI_EDGC_MAX");
+    load_fails_with(ENV("GCMPI_VAR_MIN=0.2", "GCMPI_VAR_MAX=.1"),
+                    "libgcmpi: GCMPI_VAR_MIN=0.2 is above GCMPI_VAR_MAX=.1; expected "
+                    "GCMPI_VAR_MIN <= GCMPI_VAR_MAX");
+    load_fails_with(ENV("GCMPI_RATIO_MIN=0.2", "GCMPI_RATIO_MAX=0.1"),
+                    "libgcmpi: GCMPI_RATIO_MIN=0.2 is above GCMPI_RATIO_MAX=0.1; expected "
+                    "GCMPI_RATIO_MIN <= GCMPI_RATIO_MAX");
+    /* Against a default, the message blames the one that is set. */
+    load_fails_with(ENV("GCMPI_RATIO_MIN=0.5"),
+                    "libgcmpi: GCMPI_RATIO_MIN=0.5 is above GCMPI_RATIO_MAX=0.1 (default); expected "
+                    "GCMPI_RATIO_MIN <= GCMPI_RATIO_MAX");
+    load_fails_with(ENV("GCMPI_RATIO_MAX=0.00001"),
+                    "libgcmpi: GCMPI_RATIO_MAX=0.00001 is below GCMPI_RATIO_MIN=0.0001 (default); expected "
+                    "GCMPI_RATIO_MIN <= GCMPI_RATIO_MAX");
+    /* auto on either side is not compared; equal bounds are allowed. */
+    load_ok(ENV("GCMPI_VAR_MIN=0.9", "GCMPI_VAR_MAX=auto"));
+    load_ok(ENV("GCMPI_EDGC_MIN=auto", "GCMPI_EDGC_MAX=0.001"));
+    load_ok(ENV("GCMPI_VAR_MIN=0.3", "GCMPI_VAR_MAX=0.3"));
+}
+
+#define WIDTHS_EXPECT "expected 1 to 8 comma-separated integers in [1, 8], strictly ascending"
+
+Test(adapt, bad_width_lists_say_what_is_wrong)
+{
+    load_fails_with(ENV("GCMPI_VAR_WIDTHS=3,2"),
+                    "libgcmpi: GCMPI_VAR_WIDTHS=3,2 is not strictly ascending (2 after 3); " WIDTHS_EXPECT);
+    load_fails_with(ENV("GCMPI_VAR_WIDTHS=2,2"),
+                    "libgcmpi: GCMPI_VAR_WIDTHS=2,2 is not strictly ascending (2 after 2); " WIDTHS_EXPECT);
+    load_fails_with(ENV("GCMPI_VAR_WIDTHS=0,4"),
+                    "libgcmpi: GCMPI_VAR_WIDTHS=0,4 has width 0 out of range; " WIDTHS_EXPECT);
+    load_fails_with(ENV("GCMPI_VAR_WIDTHS=4,9"),
+                    "libgcmpi: GCMPI_VAR_WIDTHS=4,9 has width 9 out of range; " WIDTHS_EXPECT);
+    load_fails_with(ENV("GCMPI_VAR_WIDTHS=1,2,3,4,5,6,7,8,8"),
+                    "libgcmpi: GCMPI_VAR_WIDTHS=1,2,3,4,5,6,7,8,8 lists more than 8 widths; " WIDTHS_EXPECT);
+    load_fails_with(ENV("GCMPI_VAR_WIDTHS="), "libgcmpi: GCMPI_VAR_WIDTHS= is empty; " WIDTHS_EXPECT);
+    load_fails_with(ENV("GCMPI_VAR_WIDTHS=1,,2"),
+                    "libgcmpi: GCMPI_VAR_WIDTHS=1,,2 has an empty entry; " WIDTHS_EXPECT);
+    load_fails_with(ENV("GCMPI_VAR_WIDTHS=4,"), "libgcmpi: GCMPI_VAR_WIDTHS=4, has an empty entry; " WIDTHS_EXPECT);
+    load_fails_with(ENV("GCMPI_VAR_WIDTHS=2,four"),
+                    "libgcmpi: GCMPI_VAR_WIDTHS=2,four has four, which is not an integer; " WIDTHS_EXPECT);
+    load_fails_with(ENV("GCMPI_VAR_WIDTHS=2 4"),
+                    "libgcmpi: GCMPI_VAR_WIDTHS=2 4 has 2 4, which is not an integer; " WIDTHS_EXPECT);
+    load_fails_with(ENV("GCMPI_VAR_WIDTHS=1,00000000000000000000000000000002"),
+                    "libgcmpi: GCMPI_VAR_WIDTHS=1,00000000000000000000000000000002 has an entry longer "
+                    "than 31 characters; " WIDTHS_EXPECT);
+}
+
+Test(adapt, each_method_is_accepted_exactly_with_its_codecs)
+{
+    /* The lists of gc_adapt.h, written out here independently. */
+    static const struct { const char *method; const char *codecs; } methods[] = {
+        {"gct", " eg "}, {"edgc", " topk dgc topkq powersgd "}, {"variance", " topk dgc topkq "},
+    };
+    for (size_t m = 0; m < sizeof methods / sizeof methods[0]; m++) {
+        for (size_t i = 0; i < gc_codec_count(); i++) {
+            char codec[64], adapt[64], word[32];
+            snprintf(codec, sizeof codec, "GCMPI_CODEC=%s", gc_codec_name(gc_codec_at(i)));
+            snprintf(adapt, sizeof adapt, "GCMPI_ADAPT=%s", methods[m].method);
+            snprintf(word, sizeof word, " %s ", gc_codec_name(gc_codec_at(i)));
+            gcmpi_config_load(&cfg, &res, ENV(codec, adapt));
+            cr_assert_eq(res.ok, strstr(methods[m].codecs, word) != NULL, "%s %s: %s", codec, adapt,
+                         res.error);
+        }
+    }
+    for (size_t i = 0; i < gc_codec_count(); i++) {
+        char codec[64], word[32];
+        snprintf(codec, sizeof codec, "GCMPI_CODEC=%s", gc_codec_name(gc_codec_at(i)));
+        snprintf(word, sizeof word, " %s ", gc_codec_name(gc_codec_at(i)));
+        gcmpi_config_load(&cfg, &res, ENV(codec, "GCMPI_RATIO=auto"));
+        cr_assert_eq(res.ok, strstr(" topk randk dgc topkq ", word) != NULL, "%s: %s", codec, res.error);
+    }
+}
+
+Test(adapt, supports_answers_for_the_method_and_the_auto_ratio_together)
+{
+    gc_adapt_config a;
+    gc_adapt_config_default(&a);
+    cr_assert(gc_adapt_supports(&a, gc_codec_by_name("qsgd")));
+    cr_assert_not(gc_adapt_active(&a));
+    a.ratio_auto.on = 1;
+    cr_assert(gc_adapt_active(&a));
+    cr_assert(gc_adapt_supports(&a, gc_codec_by_name("randk")));
+    cr_assert_not(gc_adapt_supports(&a, gc_codec_by_name("eg")));
+    cr_assert_not(gc_adapt_supports(&a, NULL));
+    a.method = GC_ADAPT_GCT; /* gct needs eg, auto cannot have it: nothing fits both */
+    cr_assert_not(gc_adapt_supports(&a, gc_codec_by_name("eg")));
+    cr_assert_not(gc_adapt_supports(&a, gc_codec_by_name("topk")));
+    a.ratio_auto.on = 0;
+    cr_assert(gc_adapt_supports(&a, gc_codec_by_name("eg")));
+    a.method = GC_ADAPT_EDGC;
+    cr_assert(gc_adapt_supports(&a, gc_codec_by_name("powersgd")));
+    cr_assert_not(gc_adapt_supports(&a, gc_codec_by_name("randk")));
+}
+
+Test(adapt, a_method_with_a_codec_it_does_not_adapt_names_both_and_the_codecs_it_does)
+{
+    load_fails_with(ENV("GCMPI_CODEC=topk", "GCMPI_ADAPT=gct"),
+                    "libgcmpi: GCMPI_ADAPT=gct does not work with GCMPI_CODEC=topk; gct works with: eg");
+    load_fails_with(ENV("GCMPI_ADAPT=gct"),
+                    "libgcmpi: GCMPI_ADAPT=gct does not work with GCMPI_CODEC=none; gct works with: eg");
+    load_fails_with(ENV("GCMPI_CODEC=eg", "GCMPI_ADAPT=edgc"),
+                    "libgcmpi: GCMPI_ADAPT=edgc does not work with GCMPI_CODEC=eg; edgc works with: "
+                    "topk, dgc, powersgd, topkq");
+    load_fails_with(ENV("GCMPI_CODEC=powersgd", "GCMPI_ADAPT=variance"),
+                    "libgcmpi: GCMPI_ADAPT=variance does not work with GCMPI_CODEC=powersgd; variance "
+                    "works with: topk, dgc, topkq");
+    load_fails_with(ENV("GCMPI_CODEC=randk", "GCMPI_ADAPT=variance"),
+                    "libgcmpi: GCMPI_ADAPT=variance does not work with GCMPI_CODEC=randk; variance "
+                    "works with: topk, dgc, topkq");
+}
+
+Test(adapt, ratio_auto_with_another_ratio_chooser_or_codec_is_rejected)
+{
+    load_fails_with(ENV("GCMPI_CODEC=topk", "GCMPI_ADAPT=edgc", "GCMPI_RATIO=auto"),
+                    "libgcmpi: GCMPI_RATIO=auto does not work with GCMPI_ADAPT=edgc, which chooses the "
+                    "ratio itself; expected a number in (0, 1] (edgc starts from it) or GCMPI_ADAPT=none");
+    load_fails_with(ENV("GCMPI_CODEC=topkq", "GCMPI_ADAPT=variance", "GCMPI_RATIO=auto"),
+                    "libgcmpi: GCMPI_RATIO=auto does not work with GCMPI_ADAPT=variance, which chooses the "
+                    "ratio itself; expected a number in (0, 1] (variance starts from it) or GCMPI_ADAPT=none");
+    load_fails_with(ENV("GCMPI_CODEC=eg", "GCMPI_RATIO=auto"),
+                    "libgcmpi: GCMPI_RATIO=auto does not work with GCMPI_CODEC=eg; auto works with: "
+                    "topk, randk, dgc, topkq");
+    load_fails_with(ENV("GCMPI_CODEC=eg", "GCMPI_ADAPT=gct", "GCMPI_RATIO=auto"),
+                    "libgcmpi: GCMPI_RATIO=auto does not work with GCMPI_CODEC=eg; auto works with: "
+                    "topk, randk, dgc, topkq");
+    load_fails_with(ENV("GCMPI_CODEC=powersgd", "GCMPI_RATIO=auto"),
+                    "libgcmpi: GCMPI_RATIO=auto does not work with GCMPI_CODEC=powersgd; auto works with: "
+                    "topk, randk, dgc, topkq");
+}
+
+Test(adapt, a_combination_set_in_the_file_names_file_and_line)
+{
+    const char *path = write_file("GCMPI_CODEC=topk\nGCMPI_ADAPT=gct\n");
+    char want[512];
+    snprintf(want, sizeof want,
+             "libgcmpi: %s:2: GCMPI_ADAPT=gct does not work with GCMPI_CODEC=topk; gct works with: eg", path);
+    load_fails_with(ENV(config_entry(path)), want);
+    unlink(path);
+}
+
+Test(adapt, misspelt_adaptive_names_get_suggestions)
+{
+    expect_one_warning(ENV("GCMPI_GCT_LAMDA=0.1"),
+                       "libgcmpi: unknown variable GCMPI_GCT_LAMDA=0.1 ignored; did you mean GCMPI_GCT_LAMBDA?");
+    expect_one_warning(ENV("GCMPI_VAR_WIDTH=2,4"),
+                       "libgcmpi: unknown variable GCMPI_VAR_WIDTH=2,4 ignored; did you mean GCMPI_VAR_WIDTHS?");
+    expect_one_warning(ENV("GCMPI_EDGC_WINDWO=5"),
+                       "libgcmpi: unknown variable GCMPI_EDGC_WINDWO=5 ignored; did you mean GCMPI_EDGC_WINDOW?");
+    expect_one_warning(ENV("GCMPI_RATIO_BUGDET=1"),
+                       "libgcmpi: unknown variable GCMPI_RATIO_BUGDET=1 ignored; did you mean GCMPI_RATIO_BUDGET?");
+}
+
 /* ---- the GCMPI_CONFIG file ------------------------------------------------------------------ */
 
 Test(file, settings_comments_blanks_quotes_and_crlf)
@@ -811,6 +1197,32 @@ Test(hash, differs_when_codec_ratio_seed_or_comm_differ)
     cr_assert_neq(hash_of(ENV("GCMPI_COMM=ab,c")), hash_of(ENV("GCMPI_COMM=a,bc")));
 }
 
+Test(hash, differs_when_any_adaptive_setting_differs)
+{
+    static char *const changes[] = {
+        "GCMPI_ADAPT=edgc",         "GCMPI_ADAPT=variance",    "GCMPI_GCT_LAMBDA=0.001",
+        "GCMPI_GCT_LR=0.1",         "GCMPI_GCT_EPS=1e-7",      "GCMPI_GCT_DECAY=0.9",
+        "GCMPI_GCT_DECAY_EVERY=10", "GCMPI_GCT_FORM=alg2",     "GCMPI_EDGC_ALPHA=0.2",
+        "GCMPI_EDGC_BETA=0.02",     "GCMPI_EDGC_WINDOW=50",    "GCMPI_EDGC_MIN=0.001",
+        "GCMPI_EDGC_MAX=0.5",       "GCMPI_VAR_ALPHA=2",       "GCMPI_VAR_MEMORY=10",
+        "GCMPI_VAR_MIN=0.001",      "GCMPI_VAR_MAX=0.5",       "GCMPI_VAR_WIDTHS=1,2,3,4,6",
+        "GCMPI_VAR_WIDTHS=1,2,3,4,6,7", "GCMPI_VAR_TARGET=0.01", "GCMPI_RATIO=auto",
+        "GCMPI_RATIO=0.1",          "GCMPI_RATIO_BUDGET=0.02", "GCMPI_RATIO_MIN=0.001",
+        "GCMPI_RATIO_MAX=0.2",
+    };
+    enum { N = sizeof changes / sizeof changes[0] };
+    uint64_t h[N + 1];
+    h[N] = hash_of(ENV("GCMPI_CODEC=topk"));
+    for (size_t i = 0; i < N; i++) h[i] = hash_of(ENV("GCMPI_CODEC=topk", changes[i]));
+    for (size_t i = 0; i <= N; i++)
+        for (size_t k = i + 1; k <= N; k++)
+            cr_assert_neq(h[i], h[k], "%s and %s", changes[i], k < N ? changes[k] : "the defaults");
+    /* Spelling out the defaults is the same configuration. */
+    cr_assert_eq(hash_of(ENV("GCMPI_CODEC=topk", "GCMPI_VAR_WIDTHS=1, 2,3,4,6,8", "GCMPI_EDGC_MIN=auto",
+                             "GCMPI_GCT_FORM=eq9", "GCMPI_GCT_LAMBDA=1e-4", "GCMPI_ADAPT=none")),
+                 h[N]);
+}
+
 Test(hash, unaffected_by_per_rank_settings)
 {
     uint64_t base = hash_of(ENV("GCMPI_CODEC=topk"));
@@ -824,33 +1236,69 @@ Test(hash, unaffected_by_per_rank_settings)
 
 /* ---- describe ---------------------------------------------------------------------------------- */
 
-Test(describe, output_read_back_gives_the_same_configuration)
+/* Loads env, describes it, loads the description (without GCMPI_CONFIG)
+ * and checks that the second description and hash equal the first. The
+ * first description is left in text. */
+static void describe_round_trip(char **env, char text[4096])
 {
-    load_ok(ENV("GCMPI_CODEC=qsgd", "GCMPI_RATIO=0.1", "GCMPI_BITS=6", "GCMPI_BUCKET=3K",
-                "GCMPI_EG_N=5", "GCMPI_DGC_TOLERANCE=0.3", "GCMPI_QSGD_CODING=elias",
-                "GCMPI_EF_MAX_BYTES=1000", "GCMPI_MIN_BYTES=0", "GCMPI_SEED=0xFFFFFFFFFFFFFFFF",
-                "GCMPI_COMM=grads,x", "GCMPI_STATS=stderr,/tmp/r.json", "GCMPI_VERBOSE=2",
-                "GCMPI_ALGO=rsag", "GCMPI_CRC=1"));
+    load_ok(env);
     gcmpi_config first = cfg;
-    char text[4096], again[4096];
-    gcmpi_config_describe(&first, text, sizeof text);
-    cr_assert(strstr(text, "GCMPI_RATIO=0.1\n") != NULL, "%s", text);
-    cr_assert(strstr(text, "GCMPI_BUCKET=3K\n") != NULL, "%s", text);
-    cr_assert(strstr(text, "GCMPI_SEED=18446744073709551615\n") != NULL, "%s", text);
+    char again[4096];
+    gcmpi_config_describe(&first, text, 4096);
 
     /* Every line but GCMPI_CONFIG (empty: no file) as an environment. */
     char copy[4096];
     strcpy(copy, text);
-    char *env[64];
+    char *lines[64];
     size_t n = 0;
     for (char *line = strtok(copy, "\n"); line; line = strtok(NULL, "\n"))
-        if (strncmp(line, "GCMPI_CONFIG=", 13) != 0) env[n++] = line;
-    env[n] = NULL;
-    load_ok(env);
+        if (strncmp(line, "GCMPI_CONFIG=", 13) != 0) lines[n++] = line;
+    lines[n] = NULL;
+    load_ok(lines);
     cr_assert_eq(res.n_warnings, 0);
     gcmpi_config_describe(&cfg, again, sizeof again);
     cr_assert_str_eq(again, text);
     cr_assert_eq(gcmpi_config_hash(&cfg), gcmpi_config_hash(&first));
+}
+
+Test(describe, output_read_back_gives_the_same_configuration)
+{
+    char text[4096];
+    describe_round_trip(ENV("GCMPI_CODEC=qsgd", "GCMPI_RATIO=0.1", "GCMPI_BITS=6", "GCMPI_BUCKET=3K",
+                            "GCMPI_EG_N=5", "GCMPI_DGC_TOLERANCE=0.3", "GCMPI_QSGD_CODING=elias",
+                            "GCMPI_EF_MAX_BYTES=1000", "GCMPI_MIN_BYTES=0",
+                            "GCMPI_SEED=0xFFFFFFFFFFFFFFFF", "GCMPI_COMM=grads,x",
+                            "GCMPI_STATS=stderr,/tmp/r.json", "GCMPI_VERBOSE=2", "GCMPI_ALGO=rsag",
+                            "GCMPI_CRC=1"),
+                        text);
+    cr_assert(strstr(text, "GCMPI_RATIO=0.1\n") != NULL, "%s", text);
+    cr_assert(strstr(text, "GCMPI_BUCKET=3K\n") != NULL, "%s", text);
+    cr_assert(strstr(text, "GCMPI_SEED=18446744073709551615\n") != NULL, "%s", text);
+}
+
+Test(describe, adaptive_settings_read_back_the_same)
+{
+    char text[4096];
+    describe_round_trip(ENV("GCMPI_CODEC=topkq", "GCMPI_ADAPT=variance", "GCMPI_GCT_LAMBDA=0.5",
+                            "GCMPI_GCT_LR=3", "GCMPI_GCT_EPS=1e-12", "GCMPI_GCT_DECAY=0.25",
+                            "GCMPI_GCT_DECAY_EVERY=18", "GCMPI_GCT_FORM=alg2", "GCMPI_EDGC_ALPHA=0.75",
+                            "GCMPI_EDGC_BETA=0.125", "GCMPI_EDGC_WINDOW=3", "GCMPI_EDGC_MIN=16",
+                            "GCMPI_EDGC_MAX=32", "GCMPI_VAR_ALPHA=0.5", "GCMPI_VAR_MEMORY=7",
+                            "GCMPI_VAR_MIN=auto", "GCMPI_VAR_MAX=0.3", "GCMPI_VAR_WIDTHS=2,5,7",
+                            "GCMPI_VAR_TARGET=0.05", "GCMPI_RATIO_BUDGET=0.003",
+                            "GCMPI_RATIO_MIN=0.002", "GCMPI_RATIO_MAX=0.004"),
+                        text);
+    static const char *const lines[] = {
+        "GCMPI_RATIO_BUDGET=0.003\n", "GCMPI_ADAPT=variance\n", "GCMPI_GCT_LAMBDA=0.5\n",
+        "GCMPI_GCT_EPS=1e-12\n", "GCMPI_GCT_DECAY_EVERY=18\n", "GCMPI_GCT_FORM=alg2\n",
+        "GCMPI_EDGC_MIN=16\n", "GCMPI_EDGC_MAX=32\n", "GCMPI_VAR_MEMORY=7\n",
+        "GCMPI_VAR_MIN=auto\n", "GCMPI_VAR_MAX=0.3\n", "GCMPI_VAR_WIDTHS=2,5,7\n",
+        "GCMPI_VAR_TARGET=0.05\n",
+    };
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
+        cr_assert(strstr(text, lines[i]) != NULL, "no %s in\n%s", lines[i], text);
+    describe_round_trip(ENV("GCMPI_CODEC=dgc", "GCMPI_RATIO=auto", "GCMPI_RATIO_MAX=0.5"), text);
+    cr_assert(strstr(text, "GCMPI_RATIO=auto\n") != NULL, "%s", text);
 }
 
 Test(describe, small_buffers_get_a_truncated_terminated_prefix_and_the_full_length)
@@ -930,7 +1378,7 @@ Test(ef, auto_is_off_for_codecs_that_are_not_contractive)
 
 Test(ef, auto_is_on_for_contractive_codecs_and_explicit_values_win)
 {
-    const char *on[] = {"topk", "dgc", "sign", "onebit", "int8", "randk", "eg", "powersgd"};
+    const char *on[] = {"topk", "dgc", "sign", "onebit", "int8", "randk", "eg", "powersgd", "topkq"};
     for (size_t i = 0; i < sizeof on / sizeof on[0]; i++) {
         char codec[64];
         snprintf(codec, sizeof codec, "GCMPI_CODEC=%s", on[i]);
