@@ -39,19 +39,32 @@ typedef struct gcmpi_call_stats {
     uint64_t eg_elements;
 } gcmpi_call_stats;
 
-/* Error-feedback slot of one (buffer, count) key, from the shim's store.
- * Pointers are NULL when error feedback is off. All start zeroed. */
+/* Per-buffer slot of one (buffer, count) key, from the shim's store.
+ * Residual, server and state are NULL when error feedback is off, adapt
+ * when the adaptive layer is. All start zeroed. */
 typedef struct gcmpi_ef_slot {
     float *residual;   /* count floats: this rank's residual            */
     float *server;     /* rsag: server residual of this rank's chunk     */
     float *state;      /* codec state: powersgd's Q (warm start), DGC
                           momentum u                                     */
+    void *adapt;       /* the adaptive layer's block (gc_adapt.h)        */
     int fresh;         /* 1 on the first call with this key              */
+    int adapt_fresh;   /* 1 when adapt is new (zeroed, not initialised)  */
+    int state_reset;   /* 1 when state belongs to other parameters (the
+                          adaptive layer changed powersgd's rank): start
+                          it afresh                                      */
 } gcmpi_ef_slot;
 
-/* Sizes (in floats) of the server and state parts of a slot for a call. */
+/* Sizes (in floats) of the server and state parts of a slot for a call.
+ * They depend on cfg's static parameters only, never on a call's adapted
+ * ones: powersgd's state is sized for the largest rank the adaptive layer
+ * can choose. */
 void gcmpi_coll_slot_sizes(const gcmpi_config *cfg, gcmpi_algo algo, size_t count,
                            int comm_size, size_t *server_floats, size_t *state_floats);
+
+/* The largest powersgd rank a call can use under cfg (cfg->params.rank
+ * unless EDGC adapts it). */
+unsigned gcmpi_coll_max_rank(const gcmpi_config *cfg);
 
 typedef struct gcmpi_coll_ctx {
     MPI_Comm comm;             /* private duplicate: never the user's comm */

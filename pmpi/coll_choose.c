@@ -14,9 +14,14 @@
  * Native has no payload, so when the zstd stage or CRC is asked for, auto
  * never picks it (a setting is never silently dropped): none goes to the
  * dense rule, randk to the sparse rule, powersgd to allgather (its
- * payloads, P and Q, are small). GCMPI_ALGO forces an algorithm; config/
- * refuses native for a codec without a native path. */
+ * payloads, P and Q, are small). topkq is sparse (GC_SPARSE) and follows
+ * the sparse rule like topk; it has no native path. GCMPI_ALGO forces an
+ * algorithm; config/ refuses native for a codec without a native path.
+ * None of this depends on the parameters the adaptive layer changes
+ * (ratio, rank), so the pick is the same before and after a decision. */
 #include "coll_impl.h"
+
+#include <math.h>
 
 static int codec_is(const gc_codec *c, const char *name)
 {
@@ -43,6 +48,18 @@ gcmpi_algo gcmpi_coll_choose(const gcmpi_config *cfg, size_t count, int comm_siz
     return GCMPI_ALGO_RSAG;
 }
 
+unsigned gcmpi_coll_max_rank(const gcmpi_config *cfg)
+{
+    unsigned rank = cfg->params.rank;
+    if (cfg->adapt.method != GC_ADAPT_EDGC || !codec_is(cfg->codec, "powersgd")) return rank;
+    /* An agreed rank is the rounded mean of proposals, each the configured
+     * rank (a rank without state) or within EDGC's bounds. */
+    gc_edgc_state bounds;
+    gc_edgc_init(&bounds, &cfg->adapt.edgc, (double)rank, 1);
+    const double hi = ceil(bounds.hi);
+    return hi > (double)rank && hi < (double)UINT_MAX ? (unsigned)hi : rank;
+}
+
 void gcmpi_coll_slot_sizes(const gcmpi_config *cfg, gcmpi_algo algo, size_t count,
                            int comm_size, size_t *server_floats, size_t *state_floats)
 {
@@ -51,7 +68,7 @@ void gcmpi_coll_slot_sizes(const gcmpi_config *cfg, gcmpi_algo algo, size_t coun
     *server_floats = algo == GCMPI_ALGO_RSAG ? gcmpi_chunk_len(count, p, 0) : 0;
     *state_floats = 0;
     if (algo == GCMPI_ALGO_NATIVE && codec_is(cfg->codec, "powersgd")) {
-        gc_powersgd_shape s = gc_powersgd_shape_of(count, cfg->params.rank);
+        gc_powersgd_shape s = gc_powersgd_shape_of(count, gcmpi_coll_max_rank(cfg));
         *state_floats = s.cols * s.rank; /* the warm-start Q */
     } else if (gcmpi_coll_momentum_on(cfg)) {
         *state_floats = count; /* DGC momentum u */

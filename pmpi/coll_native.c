@@ -24,6 +24,9 @@
  *            out = P Q^T. The residual keeps M - P Q_local^T (this rank's
  *            own approximation); the summed Q is the warm start of the next
  *            call. Without error feedback Q comes from the seed every call.
+ *            The slot's state holds Q for the largest rank the adaptive
+ *            layer can choose; when a call's rank differs from the last
+ *            one (slot->state_reset) Q restarts from the seed.
  *
  * Native sends MPI datatypes, not payloads, so there is nothing for the zstd
  * stage or a CRC to work on: config/ refuses them with GCMPI_ALGO=native
@@ -346,7 +349,8 @@ static int native_powersgd(gcmpi_coll_ctx *ctx, const float *in, float *out, siz
     double t0 = PMPI_Wtime();
     /* The warm Q is last call's allreduce, identical on all ranks, so all
      * ranks take the same branch. */
-    if (!warm || ef->fresh || !q_usable(warm, nq)) gc_powersgd_init_q(s, ctx->call_seed, q_sum);
+    if (!warm || ef->fresh || ef->state_reset || !q_usable(warm, nq))
+        gc_powersgd_init_q(s, ctx->call_seed, q_sum);
     const float *m = in;
     int finite = 1;
     if (res) {

@@ -1,5 +1,6 @@
 /* comm_state.c — the attribute that carries a communicator's state: the
- * private duplicate, codec workspace, buffers, residuals and statistics. */
+ * private duplicate, codec workspace, buffers, per-buffer state (residuals,
+ * adaptive blocks), statistics and the timeline. */
 #include "comm_state.h"
 
 #include <pthread.h>
@@ -48,6 +49,8 @@ static void state_free(gcmpi_comm_state *st)
             fprintf(stderr, "libgcmpi: out of memory; statistics of %s are lost\n",
                     st->label);
     }
+    gcmpi_timeline_retire(st->timeline);
+    st->timeline = NULL;
     gcmpi_ef_store_free(st->ef);
     gc_workspace_free(st->ws);
     gcmpi_scratch_free(&st->scratch);
@@ -124,8 +127,10 @@ static gcmpi_comm_state *attach(MPI_Comm comm)
         }
         st->ws = gc_workspace_create();
         if (!st->ws) out_of_memory(comm, "creating the codec workspace");
-        /* A lossless codec leaves nothing behind: no residuals to keep. */
-        if (config->ef && !(gc_codec_flags(config->codec) & GC_LOSSLESS)) {
+        /* A lossless codec leaves nothing behind: no residuals to keep.
+         * The adaptive layer keeps its per-buffer blocks in the same store. */
+        st->residuals = config->ef && !(gc_codec_flags(config->codec) & GC_LOSSLESS);
+        if (st->residuals || gc_adapt_active(&config->adapt)) {
             st->ef = gcmpi_ef_store_create();
             if (!st->ef) out_of_memory(comm, "creating the residual store");
         }

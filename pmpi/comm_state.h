@@ -12,6 +12,7 @@
 #include "ef_store.h"
 #include "eligible.h"
 #include "stats.h"
+#include "timeline.h"
 
 typedef struct gcmpi_comm_state {
     MPI_Comm user;              /* the communicator the state is attached to  */
@@ -24,9 +25,14 @@ typedef struct gcmpi_comm_state {
     gc_workspace *ws;           /* codec workspace                            */
     gcmpi_scratch scratch;      /* buffers: the algorithms' slots, then the
                                    shim's (GCMPI_SCRATCH_SHIM_FIRST on)       */
-    gcmpi_ef_store *ef;         /* residuals; NULL when GCMPI_EF=0 or the
-                                   codec is lossless                          */
+    gcmpi_ef_store *ef;         /* per-buffer state: residuals and the
+                                   adaptive layer's blocks; NULL when neither
+                                   is needed                                  */
+    int residuals;              /* error feedback on: GCMPI_EF=1 and a lossy
+                                   codec                                      */
     gcmpi_stats stats[GCMPI_KIND_COUNT];
+    gcmpi_timeline *timeline;   /* allreduce calls; rank 0 of MPI_COMM_WORLD
+                                   only, created on the first call            */
     char label[GCMPI_LABEL_LEN];
     struct gcmpi_comm_state *prev, *next; /* live states, for MPI_Finalize    */
 } gcmpi_comm_state;

@@ -1,9 +1,11 @@
-/* ef_store.c — residual memory: a hash table per communicator, one LRU list
- * and one byte count per process, all under one mutex. The lock is taken
- * twice per compressed call (acquire, release), never on a pass-through. */
+/* ef_store.c — per-buffer memory (residuals, codec state, the adaptive
+ * layer's block): a hash table per communicator, one LRU list and one byte
+ * count per process, all under one mutex. The lock is taken twice per
+ * compressed call (acquire, release), never on a pass-through. */
 #include "ef_store.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,9 +16,27 @@ struct gcmpi_ef_entry {
     gcmpi_ef_entry *older, *newer;  /* process-wide LRU list              */
     size_t bytes;                   /* charged against the bound          */
     size_t residual_floats, server_floats, state_floats;
+    size_t adapt_bytes;             /* the adaptive block after the floats */
     int pinned;                     /* in use by a call: not evictable    */
-    float data[];                   /* residual, then server, then state  */
+    float data[];                   /* residual, then server, then state,
+                                       then the adaptive block (64-byte
+                                       aligned)                           */
 };
+
+/* Entries are 64-byte aligned, and so is the adaptive block within them:
+ * its history arrays are scanned like residuals. */
+#define ENTRY_ALIGN 64
+
+static size_t align_up(size_t x)
+{
+    return (x + ENTRY_ALIGN - 1) / ENTRY_ALIGN * ENTRY_ALIGN;
+}
+
+/* Offset of the adaptive block from the start of the entry. */
+static size_t adapt_offset(size_t floats)
+{
+    return align_up(offsetof(gcmpi_ef_entry, data) + floats * sizeof(float));
+}
 
 struct gcmpi_ef_store {
     gcmpi_ef_entry **buckets;
@@ -159,25 +179,29 @@ static int evict_one(void)
 
 static void slot_fill(gcmpi_ef_slot *slot, gcmpi_ef_entry *e, int fresh)
 {
-    slot->residual = e->data;
+    const size_t floats = e->residual_floats + e->server_floats + e->state_floats;
+    slot->residual = e->residual_floats ? e->data : NULL;
     slot->server = e->server_floats ? e->data + e->residual_floats : NULL;
     slot->state = e->state_floats ? e->data + e->residual_floats + e->server_floats : NULL;
+    slot->adapt = e->adapt_bytes ? (char *)e + adapt_offset(floats) : NULL;
     slot->fresh = fresh;
+    slot->adapt_fresh = fresh;
 }
 
 gcmpi_ef_entry *gcmpi_ef_acquire(gcmpi_ef_store *s, const gcmpi_ef_key *key,
                                  size_t residual_floats, size_t server_floats,
-                                 size_t state_floats, gcmpi_ef_slot *slot)
+                                 size_t state_floats, size_t adapt_bytes, gcmpi_ef_slot *slot)
 {
     memset(slot, 0, sizeof *slot);
     slot->fresh = 1;
+    slot->adapt_fresh = 1;
     pthread_mutex_lock(&ef_lock);
     gcmpi_ef_counts *counts = &s->counts[key->kind];
 
     gcmpi_ef_entry *e = *bucket_of(s, key);
     while (e && !key_equal(&e->key, key)) e = e->chain;
     if (e && e->residual_floats == residual_floats && e->server_floats == server_floats &&
-        e->state_floats == state_floats) {
+        e->state_floats == state_floats && e->adapt_bytes == adapt_bytes) {
         counts->reused++;
         lru_unlink(e);
         lru_push_newest(e);
@@ -189,9 +213,14 @@ gcmpi_ef_entry *gcmpi_ef_acquire(gcmpi_ef_store *s, const gcmpi_ef_key *key,
     if (e) entry_drop(e); /* same key, other shape: cannot be continued */
     counts->missed++;
 
-    size_t floats = residual_floats + server_floats + state_floats;
-    uint64_t bytes = sizeof(gcmpi_ef_entry) + (uint64_t)floats * sizeof(float);
-    if (floats > (SIZE_MAX - sizeof(gcmpi_ef_entry)) / sizeof(float) || bytes > ef_limit) {
+    const size_t floats = residual_floats + server_floats + state_floats;
+    const size_t room = (SIZE_MAX / 2 - sizeof(gcmpi_ef_entry)) / sizeof(float);
+    if (floats > room || adapt_bytes > SIZE_MAX / 4) {
+        pthread_mutex_unlock(&ef_lock);
+        return NULL;
+    }
+    const uint64_t bytes = adapt_offset(floats) + align_up(adapt_bytes);
+    if (bytes > ef_limit) {
         pthread_mutex_unlock(&ef_lock);
         return NULL;
     }
@@ -200,17 +229,19 @@ gcmpi_ef_entry *gcmpi_ef_acquire(gcmpi_ef_store *s, const gcmpi_ef_key *key,
         pthread_mutex_unlock(&ef_lock);
         return NULL;
     }
-    e = calloc(1, (size_t)bytes);
-    if (!e) {
+    void *mem = NULL;
+    if (posix_memalign(&mem, ENTRY_ALIGN, (size_t)bytes) != 0) {
         pthread_mutex_unlock(&ef_lock);
         return NULL;
     }
+    e = memset(mem, 0, (size_t)bytes);
     e->key = *key;
     e->owner = s;
     e->bytes = (size_t)bytes;
     e->residual_floats = residual_floats;
     e->server_floats = server_floats;
     e->state_floats = state_floats;
+    e->adapt_bytes = adapt_bytes;
     e->pinned = 1;
     if (s->n_entries >= s->n_buckets) table_grow(s);
     gcmpi_ef_entry **b = bucket_of(s, key);

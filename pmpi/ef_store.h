@@ -1,5 +1,7 @@
-/* ef_store.h — error-feedback residuals of one communicator (DESIGN.md
- * "Error feedback"), keyed by the buffers and layout of the call, under one
+/* ef_store.h — per-buffer state of one communicator: error-feedback
+ * residuals (DESIGN.md "Error feedback"), codec state and the adaptive
+ * layer's block (codecs/adapt/gc_adapt.h), keyed by the buffers and layout
+ * of the call, under one
  * per-process memory bound (GCMPI_EF_MAX_BYTES) shared by all communicators
  * with least-recently-used eviction. Thread-safe: one process-wide mutex
  * guards every store, the byte count and the LRU list. */
@@ -47,13 +49,17 @@ gcmpi_ef_store *gcmpi_ef_store_create(void);
 void gcmpi_ef_store_free(gcmpi_ef_store *store);
 
 /* The slot for key, zeroed if new, pinned (never evicted) until
- * gcmpi_ef_release. Sizes are in floats. Allocates only for a new key.
- * Returns NULL, with slot pointers NULL and slot->fresh = 1, when the entry
- * does not fit under the bound or memory runs out: the call then runs
- * without error feedback. */
+ * gcmpi_ef_release. Sizes are in floats, except adapt_bytes (the adaptive
+ * block, 64-byte aligned; 0 for none); everything counts against
+ * GCMPI_EF_MAX_BYTES. A part of size 0 gets a NULL pointer. Allocates only
+ * for a new key. Returns NULL, with slot pointers NULL and slot->fresh =
+ * slot->adapt_fresh = 1, when the entry does not fit under the bound or
+ * memory runs out: the call then runs without error feedback and without
+ * adaptive state. */
 gcmpi_ef_entry *gcmpi_ef_acquire(gcmpi_ef_store *store, const gcmpi_ef_key *key,
                                  size_t residual_floats, size_t server_floats,
-                                 size_t state_floats, gcmpi_ef_slot *slot);
+                                 size_t state_floats, size_t adapt_bytes,
+                                 gcmpi_ef_slot *slot);
 void gcmpi_ef_release(gcmpi_ef_entry *entry);
 
 /* Counters of the store for one kind (evictions of its entries included). */

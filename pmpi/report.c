@@ -4,12 +4,14 @@
  * build and the effective configuration so a report explains itself. */
 #include "report.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "stats.h"
+#include "timeline.h"
 
 #ifndef GCMPI_VERSION
 #define GCMPI_VERSION GC_VERSION_STRING
@@ -193,6 +195,94 @@ static void json_config(FILE *f, const gcmpi_config *cfg)
     fprintf(f, "}");
 }
 
+/* What Exp-Golomb coding saved over fixed-length codes of the same
+ * integers: 1 - code bits / fixed-length bits; 0 without eg. */
+static double eg_saving(const gcmpi_stats *s)
+{
+    return s->eg_fl_bits > 0.0 ? 1.0 - s->eg_code_bits / s->eg_fl_bits : 0.0;
+}
+
+/* A number, or null for NaN (JSON has no NaN). */
+static void json_number(FILE *f, double x)
+{
+    if (isfinite(x)) fprintf(f, "%.6g", x);
+    else fprintf(f, "null");
+}
+
+/* Rank 0's timelines (timeline.h): one per communicator it retired. */
+static void json_timelines(FILE *f)
+{
+    int first = 1;
+    for (const gcmpi_timeline *t = gcmpi_timeline_list(); t; t = t->next) {
+        fprintf(f, "%s\n    {\"comm\": ", first ? "" : ",");
+        json_string(f, t->comm);
+        fprintf(f, ", \"collective\": \"allreduce\", \"codec\": ");
+        json_string(f, t->codec);
+        fprintf(f, ", \"stride\": %llu, \"points\": [", (unsigned long long)t->stride);
+        for (size_t i = 0; i < t->len; i++) {
+            const gcmpi_tl_point *p = &t->points[i];
+            fprintf(f, "%s\n      {\"call\": %llu, \"calls\": %llu", i ? "," : "",
+                    (unsigned long long)p->first_call, (unsigned long long)p->calls);
+            for (int k = 0; k < GCMPI_TL_FIELDS; k++) {
+                fprintf(f, ", \"%s\": ", gcmpi_tl_field_names[k]);
+                json_number(f, gcmpi_tl_point_mean(p, (gcmpi_tl_field)k));
+            }
+            fprintf(f, "}");
+        }
+        fprintf(f, "]}");
+        first = 0;
+    }
+    if (!first) fprintf(f, "\n  ");
+}
+
+static const char *adapt_method_name(const gcmpi_config *cfg)
+{
+    switch (cfg->adapt.method) {
+    case GC_ADAPT_GCT: return "gct";
+    case GC_ADAPT_EDGC: return cfg->adapt.ratio_auto.on ? "edgc, ratio auto" : "edgc";
+    case GC_ADAPT_VARIANCE: return cfg->adapt.ratio_auto.on ? "variance, ratio auto" : "variance";
+    case GC_ADAPT_NONE: break;
+    }
+    return "ratio auto";
+}
+
+/* GCMPI_STATS=stderr with the adaptive layer on: one line per communicator
+ * rank 0 kept a timeline of, with the setting of its first and last call
+ * and, for eg, what Exp-Golomb coding saved (all ranks, from rows). */
+static void print_adaptive(const gcmpi_config *cfg, const gcmpi_stats_row *rows, size_t n)
+{
+    if (!gc_adapt_active(&cfg->adapt)) return;
+    for (const gcmpi_timeline *t = gcmpi_timeline_list(); t; t = t->next) {
+        char what[160] = "";
+        static const gcmpi_tl_field shown[] = {GCMPI_TL_RATIO, GCMPI_TL_RANK, GCMPI_TL_LAMBDA,
+                                               GCMPI_TL_BITS};
+        size_t at = 0;
+        for (size_t k = 0; k < sizeof shown / sizeof shown[0] && at < sizeof what; k++) {
+            const gcmpi_tl_field fld = shown[k];
+            if (isnan(t->first[fld]) && isnan(t->last[fld])) continue;
+            at += (size_t)snprintf(what + at, sizeof what - at, "%s%s %.4g -> %.4g",
+                                   at ? ", " : "", gcmpi_tl_field_names[fld], t->first[fld],
+                                   t->last[fld]);
+        }
+        uint64_t calls = 0;
+        for (size_t i = 0; i < t->len; i++) calls += t->points[i].calls;
+        fprintf(stderr, "libgcmpi: adaptive %s allreduce (%s, %s): %s over %llu calls", t->comm,
+                adapt_method_name(cfg), t->codec, at ? what : "no setting",
+                (unsigned long long)calls);
+        for (size_t i = 0; i < n; i++) {
+            const gcmpi_stats *s = &rows[i].s;
+            if (rows[i].kind != GCMPI_KIND_ALLREDUCE || strcmp(rows[i].comm, t->comm) != 0 ||
+                strcmp(rows[i].codec, t->codec) != 0 || !s->eg_elements)
+                continue;
+            fprintf(stderr, "; eg %.3f bits/el, fixed-length %.3f, saving %.1f%%",
+                    s->eg_code_bits / (double)s->eg_elements,
+                    s->eg_fl_bits / (double)s->eg_elements, 100.0 * eg_saving(s));
+            break;
+        }
+        fputc('\n', stderr);
+    }
+}
+
 static int write_json(const char *path, const gcmpi_config *cfg, const char *mpi_version,
                       int nranks, const gcmpi_stats_row *rows, size_t n, uint64_t other,
                       char (*warnings)[WARNING_LEN], size_t n_warnings)
@@ -227,7 +317,7 @@ static int write_json(const char *path, const gcmpi_config *cfg, const char *mpi
                 "\n     \"ef_created\": %llu, \"ef_reused\": %llu, \"ef_evicted\": %llu, "
                 "\"ef_missed\": %llu,\n     \"verify_calls\": %llu, \"verify_rel_err_mean\": "
                 "%.6g, \"verify_rel_err_max\": %.6g,\n     \"eg_code_bits_per_element\": %.6g, "
-                "\"eg_fl_bits_per_element\": %.6g}",
+                "\"eg_fl_bits_per_element\": %.6g, \"eg_saving\": %.6g}",
                 r->ranks, (unsigned long long)collective_calls(r, s->calls_compressed),
                 (unsigned long long)collective_calls(r, s->calls_passed),
                 (unsigned long long)collective_calls(r, s->calls_failed),
@@ -240,9 +330,11 @@ static int write_json(const char *path, const gcmpi_config *cfg, const char *mpi
                 s->verify_calls ? s->verify_err_sum / (double)s->verify_calls : 0.0,
                 s->verify_err_max,
                 s->eg_elements ? s->eg_code_bits / (double)s->eg_elements : 0.0,
-                s->eg_elements ? s->eg_fl_bits / (double)s->eg_elements : 0.0);
+                s->eg_elements ? s->eg_fl_bits / (double)s->eg_elements : 0.0, eg_saving(s));
     }
-    fprintf(f, "\n  ],\n  \"warnings\": [");
+    fprintf(f, "\n  ],\n  \"timelines\": [");
+    json_timelines(f);
+    fprintf(f, "],\n  \"warnings\": [");
     for (size_t i = 0; i < n_warnings; i++) {
         fprintf(f, "%s\n    ", i ? "," : "");
         json_string(f, warnings[i]);
@@ -276,7 +368,10 @@ static void publish(const gcmpi_config *cfg, int nranks, gcmpi_stats_row *all, s
     size_t n = merge_rows(rows, all, n_all);
     qsort(rows, n, sizeof *rows, row_order);
     size_t n_warnings = collect_warnings(cfg, rows, n, warnings);
-    if (cfg->stats_stderr) print_table(cfg, mpi_version, nranks, rows, n, other);
+    if (cfg->stats_stderr) {
+        print_table(cfg, mpi_version, nranks, rows, n, other);
+        print_adaptive(cfg, rows, n);
+    }
     for (size_t i = 0; i < n_warnings; i++) fprintf(stderr, "libgcmpi: %s\n", warnings[i]);
     if (cfg->stats_json[0] &&
         write_json(cfg->stats_json, cfg, mpi_version, nranks, rows, n, other, warnings,

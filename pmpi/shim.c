@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adapt_call.h"
 #include "coll.h"
 #include "comm_state.h"
 #include "ef_store.h"
@@ -31,6 +32,7 @@
 static gcmpi_config cfg;        /* immutable between MPI_Init and MPI_Finalize  */
 static int active;              /* 1 while the library intercepts               */
 static MPI_Comm world;          /* private duplicate of MPI_COMM_WORLD: report */
+static int world_rank;          /* rank in MPI_COMM_WORLD: 0 keeps timelines    */
 
 /* Set while the library itself is inside MPI, so an MPI library that calls
  * its own MPI_* entry points never re-enters the shim. Per thread: under
@@ -83,6 +85,7 @@ static void start(int thread_level)
     gcmpi_config_load(&cfg, &res, NULL);
     int rank = 0;
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    world_rank = rank;
 
     /* One MPI_MAX tells every rank whether any configuration is invalid and
      * the smallest and largest hash (max of ~h is ~min h). The program has
@@ -164,6 +167,7 @@ GCMPI_EXPORT int MPI_Finalize(void)
         gcmpi_comm_state_teardown();
         gcmpi_report_finalize(&cfg, world);
         gcmpi_stats_clear();
+        gcmpi_timeline_clear();
         PMPI_Comm_free(&world);
         inside = 0;
     }
@@ -202,15 +206,32 @@ static gcmpi_comm_state *target_of(gcmpi_skip skip, MPI_Comm comm, gcmpi_kind ki
     return st;
 }
 
-/* GCMPI_VERBOSE=3: one line per compressed call. */
+static int codec_is(const char *name)
+{
+    return strcmp(gc_codec_name(cfg.codec), name) == 0;
+}
+
+/* Codecs whose gc_params.ratio is their setting. */
+static int has_ratio(void)
+{
+    return codec_is("topk") || codec_is("randk") || codec_is("dgc") || codec_is("topkq");
+}
+
+/* GCMPI_VERBOSE=3: one line per compressed call, with the communicator's
+ * compressed call number and the parameters the call used (the adaptive
+ * layer's decision, the same text on every rank). */
 static void trace_call(const gcmpi_comm_state *st, gcmpi_kind kind, size_t count,
-                       gcmpi_algo algo, const gcmpi_ef_slot *slot)
+                       gcmpi_algo algo, const gcmpi_ef_slot *slot, const gc_params *used)
 {
     static const char *const algo_names[] = {"auto", "allgather", "rsag", "native"};
-    fprintf(stderr, "libgcmpi: rank %d: %s of %zu floats on %s: %s, %s\n", st->rank,
+    char setting[64] = "";
+    if (has_ratio()) snprintf(setting, sizeof setting, ", ratio %.9g", used->ratio);
+    else if (codec_is("powersgd")) snprintf(setting, sizeof setting, ", rank %u", used->rank);
+    fprintf(stderr, "libgcmpi: rank %d: %s of %zu floats on %s: %s, %s, call %llu%s\n", st->rank,
             gcmpi_kind_name(kind), count, st->label,
             kind == GCMPI_KIND_ALLGATHER ? "blocks" : algo_names[algo],
-            !slot->residual ? "no residual" : slot->fresh ? "new residual" : "residual reused");
+            !slot->residual ? "no residual" : slot->fresh ? "new residual" : "residual reused",
+            (unsigned long long)st->calls, setting);
 }
 
 /* Shared by all ranks of the communicator: the configured seed and the
@@ -238,17 +259,24 @@ static gcmpi_coll_ctx context_of(gcmpi_comm_state *st, gcmpi_call_stats *cs)
     return ctx;
 }
 
+/* The key's slot: residuals when error feedback is on, the adaptive block
+ * when the layer is (count floats of the first allreduce key). */
 static gcmpi_ef_entry *residual_of(gcmpi_comm_state *st, const gcmpi_ef_key *key,
                                    gcmpi_algo algo, gcmpi_ef_slot *slot)
 {
-    if (!st->ef) {
+    const size_t adapt = key->kind == GCMPI_KIND_ALLREDUCE
+                             ? gcmpi_adapt_slot_bytes(&cfg, (size_t)key->count)
+                             : 0;
+    if (!st->ef || (!st->residuals && adapt == 0)) {
         memset(slot, 0, sizeof *slot);
-        slot->fresh = 1;
+        slot->fresh = slot->adapt_fresh = 1;
         return NULL;
     }
     size_t server = 0, state = 0;
-    gcmpi_coll_slot_sizes(&cfg, algo, key->count, st->size, &server, &state);
-    return gcmpi_ef_acquire(st->ef, key, key->count, server, state, slot);
+    if (st->residuals)
+        gcmpi_coll_slot_sizes(&cfg, algo, key->count, st->size, &server, &state);
+    return gcmpi_ef_acquire(st->ef, key, st->residuals ? key->count : 0, server, state, adapt,
+                            slot);
 }
 
 /* A copy for GCMPI_VERIFY; stops the job when memory runs out, because
@@ -309,6 +337,33 @@ static int call_failed(gcmpi_comm_state *st, MPI_Comm comm, const char *what, in
     return rc;
 }
 
+/* rank 0 of MPI_COMM_WORLD: one timeline point per call. ratio and rank
+ * are what the call used (adapted or configured), bits topkq's mean width
+ * when adapted, else its configured one. */
+static void timeline_add(gcmpi_comm_state *st, const gc_params *used,
+                         const gc_adapt_report *rep, const gcmpi_call_stats *cs, size_t count)
+{
+    if (world_rank != 0) return;
+    if (!st->timeline) st->timeline = gcmpi_timeline_create(st->label, gc_codec_name(cfg.codec));
+    if (!st->timeline) return; /* out of memory: the report lacks this timeline */
+    double v[GCMPI_TL_FIELDS];
+    v[GCMPI_TL_RATIO] = has_ratio() ? used->ratio : NAN;
+    v[GCMPI_TL_RANK] = codec_is("powersgd") ? (double)used->rank : NAN;
+    v[GCMPI_TL_BITS] = !isnan(rep->bits) ? rep->bits : codec_is("topkq") ? used->bits : NAN;
+    v[GCMPI_TL_LAMBDA] = rep->lambda;
+    v[GCMPI_TL_ENTROPY] = rep->entropy;
+    v[GCMPI_TL_VARIANCE] = rep->variance;
+    const double el = (double)cs->eg_elements;
+    v[GCMPI_TL_EG_BITS] = cs->eg_elements ? cs->eg_code_bits / el : NAN;
+    v[GCMPI_TL_FL_BITS] = cs->eg_elements ? cs->eg_fl_bits / el : NAN;
+    v[GCMPI_TL_SENT_BITS] = 8.0 * (double)cs->bytes_sent / (double)count;
+    v[GCMPI_TL_COMM_MS] = 1e3 * cs->comm_s;
+    gcmpi_timeline_add(st->timeline, st->calls, v);
+}
+
+/* MPI_Allreduce, compressed. With the adaptive layer on, the algorithms
+ * get a per-call copy of the configuration holding this call's agreed
+ * parameters; the algorithm pick does not depend on them (coll_choose.c). */
 static int allreduce_run(gcmpi_comm_state *st, MPI_Comm comm, const void *sendbuf,
                          void *recvbuf, size_t count)
 {
@@ -325,13 +380,25 @@ static int allreduce_run(gcmpi_comm_state *st, MPI_Comm comm, const void *sendbu
         if (count) memcpy(exact, in, count * sizeof(float));
     }
 
-    if (cfg.verbose >= 3) trace_call(st, GCMPI_KIND_ALLREDUCE, count, algo, &slot);
-
     gcmpi_call_stats cs = {.bytes_offered = count * sizeof(float)};
     gcmpi_coll_ctx ctx = context_of(st, &cs);
-    int rc = gcmpi_allreduce_compressed(&ctx, algo, in, recvbuf, count, &slot);
+    gcmpi_config call = cfg;
+    ctx.cfg = &call;
+    /* count is the same on every rank: all adapt, or none does. */
+    const int adaptive = gc_adapt_active(&cfg.adapt) && count > 0;
+    gcmpi_adapt_call ac;
+    const float *send = in;
+    int rc = MPI_SUCCESS;
+    if (adaptive) rc = gcmpi_adapt_begin(&ac, &cfg, st, &ctx, &slot, in, count, &call, &send);
+
+    if (cfg.verbose >= 3) trace_call(st, GCMPI_KIND_ALLREDUCE, count, algo, &slot, &call.params);
+
+    if (rc == MPI_SUCCESS) rc = gcmpi_allreduce_compressed(&ctx, algo, send, recvbuf, count, &slot);
+    gc_adapt_report rep = {NAN, NAN, NAN, NAN, NAN, NAN};
+    if (adaptive) gcmpi_adapt_end(&ac, &cfg, st, rc == MPI_SUCCESS, recvbuf, count, &cs, &rep);
     gcmpi_ef_release(entry);
     gcmpi_stats_add_call(&st->stats[GCMPI_KIND_ALLREDUCE], &cs, rc != MPI_SUCCESS);
+    if (rc == MPI_SUCCESS && count > 0) timeline_add(st, &call.params, &rep, &cs, count);
 
     if (rc == MPI_SUCCESS && exact) {
         rc = exact_allreduce(exact, count, st->dup);
@@ -343,6 +410,9 @@ static int allreduce_run(gcmpi_comm_state *st, MPI_Comm comm, const void *sendbu
     return rc == MPI_SUCCESS ? rc : call_failed(st, comm, "MPI_Allreduce", rc);
 }
 
+/* MPI_Allgather, compressed with the configured (static) parameters: the
+ * adaptive layer adapts allreduce only (a gathered block is not a gradient
+ * summed with others, and its state would have nothing to observe). */
 static int allgather_run(gcmpi_comm_state *st, MPI_Comm comm, const void *sendbuf,
                          void *recvbuf, size_t count)
 {
@@ -358,11 +428,10 @@ static int allgather_run(gcmpi_comm_state *st, MPI_Comm comm, const void *sendbu
         if (count) memcpy(copy, block, count * sizeof(float));
     }
 
-    if (cfg.verbose >= 3)
-        trace_call(st, GCMPI_KIND_ALLGATHER, count, GCMPI_ALGO_ALLGATHER, &slot);
-
     gcmpi_call_stats cs = {.bytes_offered = count * sizeof(float)};
     gcmpi_coll_ctx ctx = context_of(st, &cs);
+    if (cfg.verbose >= 3)
+        trace_call(st, GCMPI_KIND_ALLGATHER, count, GCMPI_ALGO_ALLGATHER, &slot, &cfg.params);
     int rc = gcmpi_allgather_compressed(&ctx, block, recvbuf, count, &slot);
     gcmpi_ef_release(entry);
     gcmpi_stats_add_call(&st->stats[GCMPI_KIND_ALLGATHER], &cs, rc != MPI_SUCCESS);

@@ -14,7 +14,9 @@ test instead of stalling the suite.
 """
 import argparse
 import json
+import keyword
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -48,6 +50,16 @@ def parse_args():
     ap.add_argument("--json-expect", action="append", default=[], metavar="SELECTOR:EXPR",
                     help="SELECTOR 'k=v,k=v' picks one row of 'collectives' (empty: the "
                          "top level); EXPR is evaluated over its fields and np")
+    ap.add_argument("--agree", default=None, metavar="REGEX",
+                    help="GCMPI_VERBOSE=3 trace lines of compressed allreduces: the text "
+                         "REGEX matches must be the same on every rank for the same "
+                         "communicator and call number, and every rank must trace the same "
+                         "calls (at least one)")
+    ap.add_argument("--timeline-expect", action="append", default=[], metavar="EXPR",
+                    help="EXPR must hold for every point of every 'timelines' entry of "
+                         "the JSON statistics (fields of the point, stride, codec, comm, "
+                         "n_points, np; null is None; a field named like a Python keyword "
+                         "gets a trailing _, e.g. lambda_); at least one point must exist")
     ap.add_argument("program", nargs=argparse.REMAINDER)
     args = ap.parse_args()
     if args.program and args.program[0] == "--":
@@ -129,6 +141,65 @@ def select_row(doc, selector):
     return rows[0]
 
 
+TRACE = re.compile(r"libgcmpi: rank (\d+): allreduce of \d+ floats on (.+?): .*, call (\d+)")
+
+
+def check_agreement(args, err):
+    """Every rank traced the same calls, with the same decision text."""
+    problems = []
+    decisions = {}  # (comm, call) -> {rank: text}
+    calls = {}      # rank -> number of calls traced
+    pattern = re.compile(args.agree)
+    for line in err.splitlines():
+        m = TRACE.search(line)
+        if not m:
+            continue
+        rank, comm, call = int(m.group(1)), m.group(2), int(m.group(3))
+        text = " ".join(pattern.findall(line[m.end(2):]))
+        decisions.setdefault((comm, call), {})[rank] = text
+        calls[rank] = calls.get(rank, 0) + 1
+    if not calls:
+        return ["--agree: no compressed allreduce traced (GCMPI_VERBOSE=3?)"]
+    if len(calls) != args.np or len(set(calls.values())) != 1:
+        problems.append(f"--agree: ranks traced different numbers of calls: {calls}")
+    texts = set()
+    for (comm, call), by_rank in sorted(decisions.items()):
+        texts.update(by_rank.values())
+        if len(by_rank) != args.np:
+            problems.append(f"--agree: {comm} call {call} traced by ranks {sorted(by_rank)}")
+        elif len(set(by_rank.values())) != 1:
+            problems.append(f"--agree: {comm} call {call} decided differently: {by_rank}")
+    if texts == {""}:
+        problems.append(f"--agree: {args.agree!r} matches nothing in the trace lines")
+    print(f"--agree: {len(decisions)} calls, {len(texts)} distinct decisions", flush=True)
+    return problems[:10]
+
+
+def check_timelines(args, doc):
+    problems = []
+    timelines = doc.get("timelines", [])
+    points = [(t, p) for t in timelines for p in t.get("points", [])]
+    if not points:
+        return [f"JSON has no timeline points (timelines: {json.dumps(timelines)[:400]})"]
+    for expr in args.timeline_expect:
+        for t, p in points:
+            names = {**{k: v for k, v in t.items() if k != "points"},
+                     "n_points": len(t["points"]), **p, "np": args.np}
+            names = {k + "_" if keyword.iskeyword(k) else k: v for k, v in names.items()}
+            try:
+                ok = eval(expr, {"__builtins__": {}}, names)
+            except (KeyError, NameError, TypeError, SyntaxError) as e:
+                ok, expr_err = False, e
+            else:
+                expr_err = None
+            if not ok:
+                problems.append(f"timeline {t.get('comm')}: {expr} is "
+                                f"{'an error: ' + str(expr_err) if expr_err else 'false'} "
+                                f"at point {json.dumps(p)}")
+                break
+    return problems
+
+
 def check(args, rc, out, err, stats_path):
     problems = []
     if args.expect_exit == "zero" and rc != 0:
@@ -151,13 +222,17 @@ def check(args, rc, out, err, stats_path):
         problems.append(f"stdout is {out!r}, expected {args.stdout_is!r}")
     if args.stderr_empty and err:
         problems.append("stderr is not empty")
-    if args.json_expect:
+    if args.agree is not None:
+        problems += check_agreement(args, err)
+    if args.json_expect or args.timeline_expect:
         try:
             with open(stats_path) as f:
                 doc = json.load(f)
         except (OSError, ValueError) as e:
             problems.append(f"statistics JSON unreadable: {e}")
             doc = None
+        if doc and args.timeline_expect:
+            problems += check_timelines(args, doc)
         for item in args.json_expect if doc else []:
             selector, _, expr = item.rpartition(":")
             try:
@@ -176,7 +251,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="gcmpi-test-") as tmp:
         env = key_values(args.env)
         stats_path = os.path.join(tmp, "stats.json")
-        if args.json_expect:
+        if args.json_expect or args.timeline_expect:
             stderr_too = "stderr" in env.get("GCMPI_STATS", "")
             env["GCMPI_STATS"] = stats_path + (",stderr" if stderr_too else "")
         cmd = job_command(args, env)
@@ -196,7 +271,7 @@ def main():
         sys.stdout.write("---- stderr ----\n" + err)
         problems = [f"timed out after {args.timeout:.0f} s (hang?)"] if timed_out else []
         problems += check(args, rc, out, err, stats_path)
-        if args.json_expect and os.path.exists(stats_path):
+        if (args.json_expect or args.timeline_expect) and os.path.exists(stats_path):
             with open(stats_path) as f:
                 sys.stdout.write("---- statistics ----\n" + f.read())
     for p in problems:
