@@ -75,12 +75,12 @@
       "adaptive layer: gct shapes gradients so eg codes them in fewer bits; edgc sets the "    \
       "ratio or rank from the gradient's entropy; variance sets the ratio from how much the "  \
       "gradient moves and, with topkq, each bucket's bit width")                              \
-    X(GCT_LAMBDA, "GCMPI_GCT_LAMBDA", "number", "0.0001", ">= 0",                              \
+    X(GCT_LAMBDA, "GCMPI_GCT_LAMBDA", "number", "1e-05", ">= 0",                              \
       "gct: initial strength of the shaping (Lagrange multiplier); 0 leaves gradients "        \
       "as they are")                                                                           \
     X(GCT_LR, "GCMPI_GCT_LR", "number", "0.01", "> 0",                                         \
       "gct: the learning rate of the training (the shaping term divides by it)")              \
-    X(GCT_EPS, "GCMPI_GCT_EPS", "number", "1e-08", "> 0",                                      \
+    X(GCT_EPS, "GCMPI_GCT_EPS", "number", "0.001", "> 0",                                      \
       "gct: added to the previous gradient before the shaping divides by it")                 \
     X(GCT_DECAY, "GCMPI_GCT_DECAY", "number", "0.8", "(0, 1]",                                 \
       "gct: the strength is multiplied by this every GCMPI_GCT_DECAY_EVERY calls")            \

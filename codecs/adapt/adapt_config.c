@@ -4,11 +4,14 @@
 
 #include <string.h>
 
-/* GCT's initial Lagrange multiplier. The paper tunes lambda per model; this
- * is a conservative start (with the default lr, lambda/lr = 0.01 scales the
- * shaping term). The README table states it too (config/config_impl.h) and
- * a unit test holds the two in step. */
-#define GCT_DEFAULT_LAMBDA 1e-4
+/* GCT's initial Lagrange multiplier and epsilon, both in gradient units:
+ * the paper tunes them per model. These are the values that trained
+ * gcmpi-train without loss (README "Adaptive layer"); with the paper-style
+ * eps = 1e-8 the term g / (prev + eps) explodes wherever the previous mean
+ * gradient is near zero and training diverged there. The README table
+ * states them too (config/config_impl.h); a unit test holds them in step. */
+#define GCT_DEFAULT_LAMBDA 1e-5
+#define GCT_DEFAULT_EPS 1e-3
 
 void gc_adapt_config_default(gc_adapt_config *c)
 {
@@ -18,7 +21,7 @@ void gc_adapt_config_default(gc_adapt_config *c)
 
     c->gct.lambda = GCT_DEFAULT_LAMBDA;
     c->gct.lr = 0.01;
-    c->gct.eps = 1e-8;
+    c->gct.eps = GCT_DEFAULT_EPS;
     c->gct.decay = 0.8;
     c->gct.decay_every = 1000;
     c->gct.alg2 = 0;
