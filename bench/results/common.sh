@@ -1,6 +1,21 @@
 # bench/results/common.sh — what the result scripts (run.sh, run-adapt.sh)
-# share: one training run of gcmpi-train, recorded under $out. Sourced; the
-# caller sets LIB, TRAIN, out, SEED and SUBSET.
+# share: the build they use and one training run of gcmpi-train, recorded
+# under $out. Sourced from the repository root; the caller sets BUILD, out,
+# SEED and SUBSET.
+
+# Configure BUILD when missing (Open MPI, no CUDA), build it, set LIB and
+# TRAIN, and let Open MPI run as root on more ranks than cores.
+prepare_build() {
+  if [ ! -f "$BUILD/build.ninja" ]; then
+    meson setup "$BUILD" -Dmpi=openmpi -Dcuda=disabled >/dev/null
+  fi
+  ninja -C "$BUILD" >/dev/null
+  LIB=$PWD/$BUILD/pmpi/libgcmpi.so
+  TRAIN=$PWD/$BUILD/bench/train/gcmpi-train
+  [ -x "$TRAIN" ] || { echo "$0: $TRAIN was not built (needs MPI, zlib, CBLAS)" >&2; exit 1; }
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_hwloc_base_binding_policy=none
+}
 
 # run NAME RANKS EPOCHS LINK 'GCMPI_...' 'trainer options'
 #   LINK: a tc rate (through bench/netem) or "shm" (no netem).

@@ -45,10 +45,15 @@ TABLE = [
     ("edgc-powersgd-fixed", "powersgd rank 4 + EF", "shm"),
     ("edgc-powersgd", "powersgd rank 4 + EF, GCMPI_ADAPT=edgc", "shm"),
     ("edgc-powersgd-samebytes", "powersgd at EDGC's mean rank", "shm"),
+    ("lr0.01-baseline", "baseline at lr 0.01", "shm"),
+    ("edgc-powersgd16-lr0.01-fixed", "powersgd rank 16 + EF, lr 0.01", "shm"),
+    ("edgc-powersgd16-lr0.01", "powersgd rank 16 + EF, lr 0.01, GCMPI_ADAPT=edgc", "shm"),
     ("var-topk", "topk 0.01 + EF", "100mbit"),
     ("var-qsgd4", "qsgd 4 bits", "100mbit"),
     ("var-topkq4", "topkq 0.01, 4-bit values + EF", "100mbit"),
     ("var-topkq", "topkq 0.01 + EF, GCMPI_ADAPT=variance", "100mbit"),
+    ("var-topkq4-r0.1", "topkq 0.1, 4-bit values + EF", "100mbit"),
+    ("var-topkq-r0.1", "topkq 0.1 + EF, GCMPI_ADAPT=variance", "100mbit"),
 ]
 
 
@@ -69,7 +74,8 @@ def timeline(stats, key):
     return xs, ys
 
 
-def weighted_mean(stats, key):
+def weighted_mean(stats, key, from_call=0):
+    """Mean of a timeline field over the calls numbered from from_call on."""
     if not stats:
         return None
     num = den = 0.0
@@ -78,11 +84,16 @@ def weighted_mean(stats, key):
             continue
         for p in t["points"]:
             v = p.get(key)
-            if v is None or (isinstance(v, float) and math.isnan(v)):
+            if v is None or (isinstance(v, float) and math.isnan(v)) or p["call"] < from_call:
                 continue
             num += v * p["calls"]
             den += p["calls"]
     return num / den if den else None
+
+
+def last_call(stats):
+    return max((p["call"] + p["calls"] - 1 for t in (stats or {}).get("timelines", [])
+                for p in t["points"]), default=0)
 
 
 def stats_of(out_dir, name):
@@ -135,7 +146,7 @@ def gct_lines(out_dir, runs):
 
 def edgc_lines(out_dir, runs):
     lines, out = [], []
-    for codec, key in (("topk", "ratio"), ("powersgd", "rank")):
+    for codec, key in (("topk", "ratio"), ("powersgd", "rank"), ("powersgd16-lr0.01", "rank")):
         e, fixed, same = (runs.get(f"edgc-{codec}"), runs.get(f"edgc-{codec}-fixed"),
                           runs.get(f"edgc-{codec}-samebytes"))
         if not e:
@@ -164,23 +175,29 @@ def edgc_lines(out_dir, runs):
 
 
 def auto_lines(out_dir, runs):
-    lines = ["| link | auto: mean ratio | auto: comm ms / call | auto: median epoch s | "
-             "fixed 0.01: comm ms / call | fixed 0.01: median epoch s |",
-             "|---|---|---|---|---|---|"]
+    # The ratio starts at GCMPI_RATIO_MAX and settles within ~10 calls:
+    # "settled" is the second half of the run's calls.
+    lines = ["| link | auto: settled ratio | auto: settled comm ms / call | auto: mean ratio, "
+             "all calls | auto: epoch s | fixed 0.01: comm ms / call | fixed 0.01: epoch s |",
+             "|---|---|---|---|---|---|---|"]
     out = []
     for link in ("10mbit", "100mbit", "1gbit"):
         a, f = runs.get(f"auto-{link}"), runs.get(f"auto-fixed-{link}")
         if not a:
             continue
         sa, sf = stats_of(out_dir, f"auto-{link}"), stats_of(out_dir, f"auto-fixed-{link}")
+        half = last_call(sa) // 2 + 1
         row = {"link": link, "auto_mean_ratio": weighted_mean(sa, "ratio"),
+               "auto_settled_ratio": weighted_mean(sa, "ratio", half),
+               "auto_settled_comm_ms": weighted_mean(sa, "comm_ms", half),
                "auto_comm_ms": weighted_mean(sa, "comm_ms"),
                "auto_epoch_s": a["epoch_seconds_median"],
                "fixed_comm_ms": weighted_mean(sf, "comm_ms") if f else None,
                "fixed_epoch_s": f["epoch_seconds_median"] if f else None}
         out.append(row)
-        lines.append(f"| {link} | {fmt(row['auto_mean_ratio'], '.4g')} | "
-                     f"{fmt(row['auto_comm_ms'], '.1f')} | {row['auto_epoch_s']:.2f} | "
+        lines.append(f"| {link} | {fmt(row['auto_settled_ratio'], '.4g')} | "
+                     f"{fmt(row['auto_settled_comm_ms'], '.1f')} | "
+                     f"{fmt(row['auto_mean_ratio'], '.4g')} | {row['auto_epoch_s']:.2f} | "
                      f"{fmt(row['fixed_comm_ms'], '.1f')} | {fmt(row['fixed_epoch_s'], '.2f')} |")
     return lines, out
 
@@ -267,6 +284,7 @@ def figures(out_dir, docs, budget):
         plot_series(axs[0], out_dir, f"auto-{link}", "ratio", link)
         plot_series(axs[1], out_dir, f"auto-{link}", "comm_ms", link)
     axs[0].set_yscale("log")
+    axs[1].set_yscale("log")
     axs[0].set_ylabel("ratio chosen")
     axs[1].set_ylabel("communication ms per call")
     if budget:

@@ -22,6 +22,11 @@
 #   auto      GCMPI_RATIO=auto (budget GCMPI_RATIO_BUDGET=BUDGET s per call)
 #             and fixed topk 0.01 over 10 Mbit/s, 100 Mbit/s and 1 Gbit/s,
 #             one epoch of a 6000-example subset each
+#   edgc-lr   powersgd diverges at the trainer's lr 0.05 with or without
+#             EDGC, so EDGC on powersgd again where it trains: rank 16,
+#             lr 0.01, fixed and under EDGC, and the lr 0.01 baseline
+#   variance-wide  the variance method and the fixed 4-bit topkq at ratio 0.1
+#             (the paper's operating point is ~10x less traffic, not 200x)
 #   ab        bench/gcmpi-ab, 2 runs per arm, 100 Mbit/s, subset 6000, 1
 #             epoch: no library against each adaptive method
 # Writes NAME.{train.json,stats.json,log,cmd} under DIR (default
@@ -59,19 +64,9 @@ done
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
-if [ ! -f "$BUILD/build.ninja" ]; then
-  meson setup "$BUILD" -Dmpi=openmpi -Dcuda=disabled >/dev/null
-fi
-ninja -C "$BUILD" >/dev/null
-LIB=$repo/$BUILD/pmpi/libgcmpi.so
-TRAIN=$repo/$BUILD/bench/train/gcmpi-train
-[ -x "$TRAIN" ] || { echo "run-adapt.sh: $TRAIN was not built" >&2; exit 1; }
-
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_hwloc_base_binding_policy=none
-
 # shellcheck source=bench/results/common.sh
 source "$here/common.sh"
+prepare_build
 
 selected() { [ -z "$only" ] || [[ ",$only," == *",$1,"* ]]; }
 
@@ -125,6 +120,23 @@ if selected variance; then
   run var-topk "$RANKS" "$EPOCHS" 100mbit "GCMPI_CODEC=topk GCMPI_RATIO=0.01" "" || true
   run var-qsgd4 "$RANKS" "$EPOCHS" 100mbit "GCMPI_CODEC=qsgd GCMPI_BITS=4" "" || true
   run var-baseline-short "$RANKS" 1 100mbit "" "--subset $SHORT" || true
+fi
+
+if selected edgc-lr; then
+  echo "== edgc at lr 0.01: $RANKS ranks, $EPOCHS epochs, shared memory" >&2
+  run lr0.01-baseline "$RANKS" "$EPOCHS" shm "" "--lr 0.01" || true
+  run edgc-powersgd16-lr0.01 "$RANKS" "$EPOCHS" shm \
+    "GCMPI_CODEC=powersgd GCMPI_RANK=16 GCMPI_ADAPT=edgc" "--lr 0.01" || true
+  run edgc-powersgd16-lr0.01-fixed "$RANKS" "$EPOCHS" shm "GCMPI_CODEC=powersgd GCMPI_RANK=16" \
+    "--lr 0.01" || true
+fi
+
+if selected variance-wide; then
+  echo "== variance at ratio 0.1: $RANKS ranks, $EPOCHS epochs, 100 Mbit/s" >&2
+  run var-topkq-r0.1 "$RANKS" "$EPOCHS" 100mbit \
+    "GCMPI_CODEC=topkq GCMPI_RATIO=0.1 GCMPI_ADAPT=variance" "" || true
+  run var-topkq4-r0.1 "$RANKS" "$EPOCHS" 100mbit "GCMPI_CODEC=topkq GCMPI_RATIO=0.1 GCMPI_BITS=4" \
+    "" || true
 fi
 
 if selected auto; then

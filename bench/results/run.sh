@@ -73,16 +73,9 @@ done
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
-if [ ! -f "$BUILD/build.ninja" ]; then
-  meson setup "$BUILD" -Dmpi=openmpi -Dcuda=disabled >/dev/null
-fi
-ninja -C "$BUILD" >/dev/null
-LIB=$repo/$BUILD/pmpi/libgcmpi.so
-TRAIN=$repo/$BUILD/bench/train/gcmpi-train
-[ -x "$TRAIN" ] || { echo "run.sh: $TRAIN was not built (needs MPI, zlib, CBLAS)" >&2; exit 1; }
-
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_hwloc_base_binding_policy=none
+# shellcheck source=bench/results/common.sh
+source "$here/common.sh"
+prepare_build
 
 # The codecs of the accuracy table: NAME and the variables of the run.
 # dgc-mc is DGC's momentum correction: the library keeps the momentum
@@ -103,9 +96,6 @@ codec_runs=(
 )
 
 selected() { [ -z "$only" ] || [[ ",$only," == *",$1,"* ]]; }
-
-# shellcheck source=bench/results/common.sh
-source "$here/common.sh"
 
 start=$SECONDS
 if [ "$do_accuracy" = 1 ]; then

@@ -1,0 +1,1 @@
+bench/netem 10mbit -- mpirun -np 4 -x LD_PRELOAD=/work/main/build-results/pmpi/libgcmpi.so -x GCMPI_STATS=/work/main/results-tmp/adapt/auto-10mbit.stats.json -x GCMPI_CODEC=topk -x GCMPI_RATIO=auto -x GCMPI_RATIO_BUDGET=0.02 /work/main/build-results/bench/train/gcmpi-train --epochs 1 --seed 1 --json /work/main/results-tmp/adapt/auto-10mbit.train.json --subset 6000 

@@ -1,0 +1,1 @@
+mpirun -np 4 -x LD_PRELOAD=/work/main/build-results/pmpi/libgcmpi.so -x GCMPI_STATS=/work/main/results-tmp/adapt/edgc-topk-samebytes.stats.json -x GCMPI_CODEC=topk -x GCMPI_RATIO=0.00456112 /work/main/build-results/bench/train/gcmpi-train --epochs 10 --seed 1 --json /work/main/results-tmp/adapt/edgc-topk-samebytes.train.json 

@@ -1,0 +1,1 @@
+bench/netem 100mbit -- mpirun -np 4 -x LD_PRELOAD=/work/main/build-results/pmpi/libgcmpi.so -x GCMPI_STATS=/work/main/results-tmp/adapt/var-topk.stats.json -x GCMPI_CODEC=topk -x GCMPI_RATIO=0.01 /work/main/build-results/bench/train/gcmpi-train --epochs 10 --seed 1 --json /work/main/results-tmp/adapt/var-topk.train.json 

@@ -1,0 +1,1 @@
+bench/netem 100mbit -- mpirun -np 4 -x LD_PRELOAD=/work/main/build-results/pmpi/libgcmpi.so -x GCMPI_STATS=/work/main/results-tmp/adapt/var-topkq.stats.json -x GCMPI_CODEC=topkq -x GCMPI_RATIO=0.01 -x GCMPI_ADAPT=variance /work/main/build-results/bench/train/gcmpi-train --epochs 10 --seed 1 --json /work/main/results-tmp/adapt/var-topkq.train.json 
