@@ -30,9 +30,11 @@
  * top-k buckets (lo is far from 0), which exploration corrects.
  *
  * Choice. The smallest width whose estimate is <= target, else the
- * largest. Every EXPLORE_EVERY-th decision in a bin tries the next smaller
- * width than that once, so a cheaper width that became good (or whose
- * prior was pessimistic) is found; at most 1 in 16 buckets pays for it. */
+ * largest. Every EXPLORE_EVERY-th decision in a bin tries one smaller
+ * width instead, cycling from the next smaller down to the smallest, so a
+ * cheaper width that became good (or whose prior was pessimistic) is found
+ * even below a width that is too coarse: on top-k buckets 1 bit (sign and
+ * mean magnitude) can beat 2 bits. At most 1 in 16 buckets pays for it. */
 #include "gc_adapt.h"
 
 #include <math.h>
@@ -101,7 +103,8 @@ static unsigned bitctl_choose(void *ctx, const gc_bucket_stats *s)
             break;
         }
     }
-    if (decision % EXPLORE_EVERY == 0 && arm > 0) arm--;
+    if (decision % EXPLORE_EVERY == 0 && arm > 0)
+        arm = arm - 1 - (unsigned)((decision / EXPLORE_EVERY - 1) % arm);
     c->chosen_bits += c->p.widths[arm];
     c->chosen_buckets++;
     return c->p.widths[arm];

@@ -574,7 +574,7 @@ Test(bitctl, no_width_within_target_gives_the_largest)
     for (int i = 1; i <= 15; i++) cr_assert_eq(pol.choose(pol.ctx, &s), 7, "decision %d", i);
 }
 
-Test(bitctl, every_16th_decision_in_a_bin_tries_the_next_smaller_width)
+Test(bitctl, every_16th_decision_in_a_bin_tries_a_smaller_width_in_turn)
 {
     gc_var_params vp = ctl_params(0.01);
     gc_bitctl c;
@@ -586,9 +586,13 @@ Test(bitctl, every_16th_decision_in_a_bin_tries_the_next_smaller_width)
         /* Decisions in another bin do not move bin 4's count. */
         pol.choose(pol.ctx, &s0);
         unsigned w = pol.choose(pol.ctx, &s4);
-        cr_assert_eq(w, d % 16 == 0 ? 3u : 4u, "decision %d", d);
+        /* widths {1,2,3,4,6,8}: explorations try 3, then 2, then 1 bit. */
+        static const unsigned tried[] = {3, 2, 1};
+        cr_assert_eq(w, d % 16 == 0 ? tried[(d / 16 - 1) % 3] : 4u, "decision %d", d);
     }
-    cr_assert_eq(c.decisions[4], 40);
+    for (int d = 41; d <= 63; d++) pol.choose(pol.ctx, &s4);
+    cr_assert_eq(pol.choose(pol.ctx, &s4), 3, "the 64th decision starts the cycle again");
+    cr_assert_eq(c.decisions[4], 64);
     cr_assert_eq(c.decisions[0], 40);
     /* Nothing smaller to try when the choice is the smallest width. */
     gc_var_params one = ctl_params(0.01);
@@ -756,4 +760,20 @@ Test(bitctl, a_looser_target_converges_to_a_cheaper_width)
     double share = controller_share(target, 320, 3, &first, &widest);
     cr_assert_geq(share, 0.9, "3 bits in %.3f of the decisions", share);
     cr_assert_leq(widest, 4, "a width of %u after convergence", widest);
+}
+
+Test(bitctl, exploration_finds_a_cheaper_width_below_a_too_coarse_one)
+{
+    /* On top-k buckets 1 bit (sign and mean magnitude) has less error than
+     * 2 bits (magnitude levels lo and hi only): with a target between
+     * them, 1 bit is the cheapest width that meets it, below one that
+     * does not. */
+    double e[4];
+    for (unsigned b = 1; b <= 3; b++) e[b] = measured_error(b);
+    cr_assert_lt(e[1], e[2], "1 bit %g, 2 bits %g", e[1], e[2]);
+    const double target = (e[1] + e[2]) / 2;
+    cr_assert_leq(e[3], target, "3 bits: %g", e[3]);
+    unsigned first, widest;
+    double share = controller_share(target, 320, 1, &first, &widest);
+    cr_assert_geq(share, 0.9, "1 bit in %.3f of the decisions", share);
 }
