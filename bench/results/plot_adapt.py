@@ -39,6 +39,8 @@ TABLE = [
     ("gct-eg", "eg + EF", "shm"),
     ("gct-eg-gct", "eg + EF, GCMPI_ADAPT=gct (defaults)", "shm"),
     ("gct-eg-gct-strong", "eg + EF, GCMPI_ADAPT=gct, lambda 1e-3, eps 1e-2", "shm"),
+    ("gct-eg-n8", "eg + EF, GCMPI_EG_N=8", "shm"),
+    ("gct-eg-gct-n8", "eg + EF, GCMPI_EG_N=8, GCMPI_ADAPT=gct (defaults)", "shm"),
     ("edgc-topk-fixed", "topk 0.01 + EF", "shm"),
     ("edgc-topk", "topk 0.01 + EF, GCMPI_ADAPT=edgc", "shm"),
     ("edgc-topk-samebytes", "topk at EDGC's mean ratio (same bytes)", "shm"),
@@ -129,7 +131,7 @@ def gct_lines(out_dir, runs):
     out, lines = [], ["| run | EG bits / element | fixed-length bits / element | "
                       "EG saving vs fixed length | final accuracy | vs baseline |",
                       "|---|---|---|---|---|---|"]
-    for name in ("gct-eg", "gct-eg-gct", "gct-eg-gct-strong"):
+    for name in ("gct-eg", "gct-eg-gct", "gct-eg-gct-strong", "gct-eg-n8", "gct-eg-gct-n8"):
         s = runs.get(name)
         if not s or not s.get("eg_fl_bits_per_element"):
             continue

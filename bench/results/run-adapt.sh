@@ -91,6 +91,11 @@ if selected gct; then
   run gct-baseline "$RANKS" "$EPOCHS" shm "" "" || true
   run gct-eg "$RANKS" "$EPOCHS" shm "GCMPI_CODEC=eg" "" || true
   run gct-eg-gct "$RANKS" "$EPOCHS" shm "GCMPI_CODEC=eg GCMPI_ADAPT=gct $GCT_VARS" "" || true
+  # eg's automatic step keeps a 12-bit range; with error feedback a coarser
+  # fixed step (2^-8) is enough: the same pair again at GCMPI_EG_N=8.
+  run gct-eg-n8 "$RANKS" "$EPOCHS" shm "GCMPI_CODEC=eg GCMPI_EG_N=8" "" || true
+  run gct-eg-gct-n8 "$RANKS" "$EPOCHS" shm "GCMPI_CODEC=eg GCMPI_EG_N=8 GCMPI_ADAPT=gct $GCT_VARS" "" \
+    || true
   # 100x the default strength (and eps 1e-2): the setting that reached the
   # paper's EG savings in a 2-epoch probe, at a cost in accuracy.
   run gct-eg-gct-strong "$RANKS" "$EPOCHS" shm \

@@ -1,0 +1,1 @@
+mpirun -np 4 -x LD_PRELOAD=/work/main/build-results/pmpi/libgcmpi.so -x GCMPI_STATS=/work/main/results-tmp/adapt/gct-eg-n8.stats.json -x GCMPI_CODEC=eg -x GCMPI_EG_N=8 /work/main/build-results/bench/train/gcmpi-train --epochs 10 --seed 1 --json /work/main/results-tmp/adapt/gct-eg-n8.train.json 
