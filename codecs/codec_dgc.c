@@ -137,9 +137,8 @@ static size_t accumulate_select(const float *g, float *r, size_t n, uint32_t t,
 static size_t exact_topk(const float *v, size_t n, size_t k, gc_workspace *ws,
                          uint32_t **idx)
 {
-    uint32_t hist[GC_SPARSE_HIST_BINS];
-    gc_sparse_accumulate(v, NULL, n, hist);
-    return gc_sparse_topk(v, n, k, hist, ws, idx);
+    const float *same;
+    return gc_sparse_accumulate_topk(v, NULL, n, k, ws, &same, idx);
 }
 
 static size_t dgc_encode(const float *g, float *r, size_t n, const gc_params *p,
@@ -154,9 +153,7 @@ static size_t dgc_encode(const float *g, float *r, size_t n, const gc_params *p,
     const float *v;
 
     if (s >= n) {
-        uint32_t hist[GC_SPARSE_HIST_BINS];
-        v = gc_sparse_accumulate(g, r, n, hist);
-        sent = gc_sparse_topk(v, n, k, hist, ws, &idx);
+        sent = gc_sparse_accumulate_topk(g, r, n, k, ws, &v, &idx);
     } else {
         uint32_t *keys = gc_ws_get(ws, GC_WS_B, s * sizeof(uint32_t));
         if (!keys) return GC_ERROR(ALLOC);

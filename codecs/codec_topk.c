@@ -23,10 +23,9 @@ static size_t topk_encode(const float *g, float *r, size_t n, const gc_params *p
     /* Checked before the residual is touched, so an error leaves it as it was. */
     if (cap < topk_bound(n, p)) return GC_ERROR(DST_TOO_SMALL);
     size_t k = gc_kept_count(n, p->ratio);
-    uint32_t hist[GC_SPARSE_HIST_BINS];
-    const float *v = gc_sparse_accumulate(g, r, n, hist);
+    const float *v;
     uint32_t *idx;
-    size_t got = gc_sparse_topk(v, n, k, hist, ws, &idx);
+    size_t got = gc_sparse_accumulate_topk(g, r, n, k, ws, &v, &idx);
     if (gc_is_error(got)) return got;
     ws->report.kept = k;
     return gc_sparse_body_write(idx, k, v, r, n, dst, cap);

@@ -413,3 +413,11 @@ size_t gc_sparse_index_decode(const uint8_t *src, size_t n, uint32_t *idx)
     return src[4] == GC_SPARSE_BITMAP ? apply_bitmap(ix, k, NULL, NULL, idx, n, OP_LIST)
                                       : apply_delta(ix, k, NULL, NULL, idx, n, OP_LIST);
 }
+
+size_t gc_sparse_accumulate_topk(const float *g, float *r, size_t n, size_t k,
+                                 gc_workspace *ws, const float **v, uint32_t **idx)
+{
+    uint32_t hist[GC_SPARSE_HIST_BINS];
+    *v = gc_sparse_accumulate(g, r, n, hist);
+    return gc_sparse_topk(*v, n, k, hist, ws, idx);
+}

@@ -52,6 +52,12 @@ GC_INTERNAL size_t gc_sparse_topk(const float *v, size_t n, size_t k,
                                   const uint32_t hist[GC_SPARSE_HIST_BINS],
                                   gc_workspace *ws, uint32_t **idx);
 
+/* The first steps of topk, topkq and exact dgc: v = g (+ r, fused into r)
+ * and the exact k largest |v[i]| as ascending indices (*idx, as
+ * gc_sparse_topk). Returns min(k, n) or GC_ERROR(ALLOC). */
+GC_INTERNAL size_t gc_sparse_accumulate_topk(const float *g, float *r, size_t n, size_t k,
+                                             gc_workspace *ws, const float **v, uint32_t **idx);
+
 /* Keep in cand[0..k) the k of the m ascending candidate indices with the
  * largest |v| (ties: lower index first), still ascending; cand must not be
  * in slot GC_WS_C (scratch). Returns min(k, m) or GC_ERROR(ALLOC). */

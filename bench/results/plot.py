@@ -133,6 +133,19 @@ def summarize(out_dir, name):
     return s
 
 
+def fresh_data_dir(docs):
+    """DOCS/data mirrors the results directory: stale copies of older runs go."""
+    shutil.rmtree(os.path.join(docs, "data"), ignore_errors=True)
+    os.makedirs(os.path.join(docs, "data"))
+
+
+def copy_run_data(out_dir, docs):
+    """The small per-run files (JSON, commands) into DOCS/data."""
+    for path in glob.glob(os.path.join(out_dir, "*.json")) + glob.glob(
+            os.path.join(out_dir, "*.cmd")):
+        shutil.copy(path, os.path.join(docs, "data", os.path.basename(path)))
+
+
 def fmt(v, spec, none="—"):
     return none if v is None else format(v, spec)
 
@@ -389,9 +402,7 @@ def main(argv):
         return 0 if len(argv) >= 2 else 2
     out_dir = argv[1]
     docs = argv[2] if len(argv) > 2 else "docs/results"
-    # data/ mirrors this results directory: stale copies of older runs go.
-    shutil.rmtree(os.path.join(docs, "data"), ignore_errors=True)
-    os.makedirs(os.path.join(docs, "data"))
+    fresh_data_dir(docs)
 
     runs = {}
     for path in sorted(glob.glob(os.path.join(out_dir, "acc-*.train.json"))):
@@ -428,9 +439,7 @@ def main(argv):
                         for k, v in runs.items()}}
     with open(os.path.join(docs, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1)
-    for path in glob.glob(os.path.join(out_dir, "*.json")) + glob.glob(
-            os.path.join(out_dir, "*.cmd")):
-        shutil.copy(path, os.path.join(docs, "data", os.path.basename(path)))
+    copy_run_data(out_dir, docs)
     prof = os.path.join(out_dir, "profile-topk.txt")
     if os.path.exists(prof):
         shutil.copy(prof, os.path.join(docs, "profile-topk.txt"))

@@ -22,7 +22,6 @@ import glob
 import json
 import math
 import os
-import shutil
 import sys
 
 import matplotlib
@@ -31,7 +30,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
-from plot import fmt, load, summarize  # noqa: E402
+from plot import copy_run_data, fmt, fresh_data_dir, load, summarize  # noqa: E402
 
 # (run, what, link) in table order; a missing run is left out.
 TABLE = [
@@ -328,8 +327,7 @@ def main(argv):
         return 0 if len(argv) >= 2 else 2
     out_dir = argv[1]
     docs = argv[2] if len(argv) > 2 else "docs/results/adapt"
-    shutil.rmtree(os.path.join(docs, "data"), ignore_errors=True)
-    os.makedirs(os.path.join(docs, "data"))
+    fresh_data_dir(docs)
 
     runs = {}
     for path in sorted(glob.glob(os.path.join(out_dir, "*.train.json"))):
@@ -352,9 +350,7 @@ def main(argv):
                         for k, v in runs.items()}}
     with open(os.path.join(docs, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1)
-    for path in (glob.glob(os.path.join(out_dir, "*.json"))
-                 + glob.glob(os.path.join(out_dir, "*.cmd"))):
-        shutil.copy(path, os.path.join(docs, "data", os.path.basename(path)))
+    copy_run_data(out_dir, docs)
 
     for block in (t_lines, g_lines, e_lines, a_lines, ab_l):
         print("\n".join(block))
