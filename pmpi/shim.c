@@ -382,23 +382,29 @@ static int allreduce_run(gcmpi_comm_state *st, MPI_Comm comm, const void *sendbu
 
     gcmpi_call_stats cs = {.bytes_offered = count * sizeof(float)};
     gcmpi_coll_ctx ctx = context_of(st, &cs);
-    gcmpi_config call = cfg;
-    ctx.cfg = &call;
-    /* count is the same on every rank: all adapt, or none does. */
+    /* count is the same on every rank: all adapt, or none does. Only then
+     * is the configuration copied (it holds a few KiB of names and paths). */
     const int adaptive = gc_adapt_active(&cfg.adapt) && count > 0;
+    gcmpi_config call;
+    const gc_params *used = &cfg.params;
     gcmpi_adapt_call ac;
     const float *send = in;
     int rc = MPI_SUCCESS;
-    if (adaptive) rc = gcmpi_adapt_begin(&ac, &cfg, st, &ctx, &slot, in, count, &call, &send);
+    if (adaptive) {
+        call = cfg;
+        ctx.cfg = &call;
+        used = &call.params;
+        rc = gcmpi_adapt_begin(&ac, &cfg, st, &ctx, &slot, in, count, &call, &send);
+    }
 
-    if (cfg.verbose >= 3) trace_call(st, GCMPI_KIND_ALLREDUCE, count, algo, &slot, &call.params);
+    if (cfg.verbose >= 3) trace_call(st, GCMPI_KIND_ALLREDUCE, count, algo, &slot, used);
 
     if (rc == MPI_SUCCESS) rc = gcmpi_allreduce_compressed(&ctx, algo, send, recvbuf, count, &slot);
     gc_adapt_report rep = {NAN, NAN, NAN, NAN, NAN, NAN};
     if (adaptive) gcmpi_adapt_end(&ac, &cfg, st, rc == MPI_SUCCESS, recvbuf, count, &cs, &rep);
     gcmpi_ef_release(entry);
     gcmpi_stats_add_call(&st->stats[GCMPI_KIND_ALLREDUCE], &cs, rc != MPI_SUCCESS);
-    if (rc == MPI_SUCCESS && count > 0) timeline_add(st, &call.params, &rep, &cs, count);
+    if (rc == MPI_SUCCESS && count > 0) timeline_add(st, used, &rep, &cs, count);
 
     if (rc == MPI_SUCCESS && exact) {
         rc = exact_allreduce(exact, count, st->dup);
