@@ -122,17 +122,9 @@ static size_t onebit_encode(const float *g, float *r, size_t n, const gc_params 
 }
 
 GC_VEC_CLONES
-static size_t onebit_decode_buckets(const uint8_t *means, const uint8_t *in, size_t n,
-                                    size_t bucket, float *acc)
+static size_t onebit_decode_buckets(const uint8_t *means, size_t n, size_t bucket, float *acc)
 {
-    const size_t nb = gc_bucket_count(n, bucket);
-    for (size_t b = 0; b < nb; b++) {
-        const size_t i0 = b * bucket, len = gc_q_bucket_len(n, bucket, b);
-        float hi = gc_get_f32(means + 8 * b), lo = gc_get_f32(means + 8 * b + 4);
-        if (!gc_q_bits_decode_add(in, len, hi, lo, acc + i0)) return GC_ERROR(CORRUPT);
-        in += gc_planes_stride(len);
-    }
-    return 0;
+    return gc_q_sign_buckets_decode_add(means, true, n, bucket, acc);
 }
 
 static size_t onebit_decode_add(const uint8_t *src, size_t len, float *acc, size_t n,
@@ -142,8 +134,7 @@ static size_t onebit_decode_add(const uint8_t *src, size_t len, float *acc, size
     size_t bucket = 0;
     size_t e = gc_q_open_body(src, len, n, body_size, &bucket);
     if (gc_is_error(e)) return e;
-    const uint8_t *means = src + GC_Q_BUCKET_FIELD;
-    return onebit_decode_buckets(means, means + 8 * gc_bucket_count(n, bucket), n, bucket, acc);
+    return onebit_decode_buckets(src + GC_Q_BUCKET_FIELD, n, bucket, acc);
 }
 
 const gc_codec gc_codec_onebit = {

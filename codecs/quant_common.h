@@ -397,6 +397,25 @@ GC_Q_INLINE bool gc_q_bits_decode_add(const uint8_t *restrict plane, size_t len,
     return pad == 0;
 }
 
+/* The bucket loop of sign and onebit decoding. levels holds per bucket hi
+ * and, with two_levels, lo (sign: one scale, lo = -hi); the bit planes of
+ * the buckets follow the levels. Returns 0 or GC_ERROR(CORRUPT). Inlined
+ * into each codec's CPU-dispatch clones. */
+GC_Q_INLINE size_t gc_q_sign_buckets_decode_add(const uint8_t *levels, bool two_levels,
+                                                size_t n, size_t bucket, float *acc)
+{
+    const size_t nb = gc_bucket_count(n, bucket), per = two_levels ? 8 : 4;
+    const uint8_t *in = levels + per * nb;
+    for (size_t b = 0; b < nb; b++) {
+        const size_t i0 = b * bucket, len = gc_q_bucket_len(n, bucket, b);
+        const float hi = gc_get_f32(levels + per * b);
+        const float lo = two_levels ? gc_get_f32(levels + per * b + 4) : -hi;
+        if (!gc_q_bits_decode_add(in, len, hi, lo, acc + i0)) return GC_ERROR(CORRUPT);
+        in += gc_planes_stride(len);
+    }
+    return 0;
+}
+
 /* ---- fp16 conversions (codec_fp16.c) -------------------------------------- */
 
 /* IEEE binary16, round to nearest even; overflow gives infinity; a NaN stays
