@@ -11,7 +11,9 @@
 
 #define BOOL_EXPECT "0, 1, true, false, yes, no, on or off"
 #define SIZE_EXPECT "an integer with optional K, M or G suffix"
-#define COMM_EXPECT "world, all or up to 16 comma-separated communicator names"
+#define COMM_EXPECT "world, all or up to 16 comma-separated communicator names, and up to 16 !NAME exclusions"
+#define COUNTS_EXPECT "none or up to 16 comma-separated element counts in [0, 2^63 - 1]"
+#define MAX_BYTES_EXPECT "off or " SIZE_EXPECT
 #define STATS_EXPECT "off, stderr, a path ending in .json, or stderr and a .json path separated by a comma"
 #define LOSSLESS_EXPECT "off, zstd or zstd:LEVEL with LEVEL in [1, 19]"
 #define RATIO_EXPECT "a number in (0, 1]"
@@ -19,6 +21,7 @@
 #define WIDTHS_EXPECT "1 to 8 comma-separated integers in [1, 8], strictly ascending"
 
 _Static_assert(GCMPI_MAX_COMM_NAMES == 16, "COMM_EXPECT names the limit");
+_Static_assert(GCMPI_MAX_EXACT_COUNTS == 16, "COUNTS_EXPECT names the limit");
 _Static_assert(GC_VAR_MAX_WIDTHS == 8, "WIDTHS_EXPECT names the limit");
 
 /* powersgd's largest rank (its own check, gc_check_rank, says the same). */
@@ -334,38 +337,140 @@ static int is_word(const char *item, size_t len, const char *word)
     return cfg_ieq(buf, word);
 }
 
-static int comm_item(void *ctx, const char *item, size_t len)
+/* One name of GCMPI_COMM into names[*n]; what says "name" or "exclusion". */
+static int comm_name(const judge *j, const char *item, size_t len, char (*names)[GCMPI_COMM_NAME_LEN],
+                     int *n, const char *what)
 {
-    item_ctx *k = ctx;
-    if (len == 0) return bad(k->j, CFG_COMM, "has an empty name; expected " COMM_EXPECT);
-    if (is_word(item, len, "world") || is_word(item, len, "all"))
-        return bad(k->j, CFG_COMM, "mixes world or all with names; expected " COMM_EXPECT);
+    if (len == 0) return bad(j, CFG_COMM, "has an empty %s; expected " COMM_EXPECT, what);
     if (len >= GCMPI_COMM_NAME_LEN)
-        return bad(k->j, CFG_COMM, "has a name longer than %d characters; expected " COMM_EXPECT,
-                   GCMPI_COMM_NAME_LEN - 1);
-    if (k->c->n_comm_names == GCMPI_MAX_COMM_NAMES)
-        return bad(k->j, CFG_COMM, "lists more than %d names; expected " COMM_EXPECT,
-                   GCMPI_MAX_COMM_NAMES);
-    memcpy(k->c->comm_names[k->c->n_comm_names], item, len);
-    k->c->comm_names[k->c->n_comm_names][len] = '\0';
-    k->c->n_comm_names++;
+        return bad(j, CFG_COMM, "has a%s name longer than %d characters; expected " COMM_EXPECT,
+                   strcmp(what, "name") == 0 ? "" : "n excluded", GCMPI_COMM_NAME_LEN - 1);
+    if (*n == GCMPI_MAX_COMM_NAMES)
+        return bad(j, CFG_COMM, "lists more than %d %ss; expected " COMM_EXPECT, GCMPI_MAX_COMM_NAMES,
+                   what);
+    memcpy(names[*n], item, len);
+    names[*n][len] = '\0';
+    (*n)++;
     return 1;
 }
 
+typedef struct comm_ctx {
+    const judge *j;
+    gcmpi_config *c;
+    int keyword; /* world or all seen */
+} comm_ctx;
+
+/* world, all, a name, or !NAME: a communicator never compressed. world or
+ * all is the base set; names are the base set when neither is given. */
+static int comm_item(void *ctx, const char *item, size_t len)
+{
+    comm_ctx *k = ctx;
+    gcmpi_config *c = k->c;
+    if (len > 0 && item[0] == '!')
+        return comm_name(k->j, item + 1, len - 1, c->comm_excluded, &c->n_comm_excluded,
+                         "exclusion");
+    int world = is_word(item, len, "world"), all = is_word(item, len, "all");
+    if ((world || all) && (k->keyword || c->n_comm_names > 0))
+        return bad(k->j, CFG_COMM, "mixes world or all with names; expected " COMM_EXPECT);
+    if (world || all) {
+        k->keyword = 1;
+        c->comm = world ? GCMPI_COMM_WORLD_ONLY : GCMPI_COMM_ALL;
+        return 1;
+    }
+    if (len > 0 && k->keyword)
+        return bad(k->j, CFG_COMM, "mixes world or all with names; expected " COMM_EXPECT);
+    c->comm = GCMPI_COMM_NAMES;
+    return comm_name(k->j, item, len, c->comm_names, &c->n_comm_names, "name");
+}
+
+/* A list of only exclusions keeps the default base set, world. */
 static int get_comm(const judge *j, gcmpi_config *c)
 {
     const char *s = raw(j, CFG_COMM);
     if (!s) return 1;
     if (!*s) return bad(j, CFG_COMM, "is empty; expected " COMM_EXPECT);
-    if (cfg_ieq(s, "world")) c->comm = GCMPI_COMM_WORLD_ONLY;
-    else if (cfg_ieq(s, "all")) c->comm = GCMPI_COMM_ALL;
-    else {
-        c->comm = GCMPI_COMM_NAMES;
-        c->n_comm_names = 0;
-        item_ctx k = {j, c};
-        return each_item(s, comm_item, &k);
-    }
+    c->comm = GCMPI_COMM_WORLD_ONLY;
+    c->n_comm_names = c->n_comm_excluded = 0;
+    comm_ctx k = {j, c, 0};
+    return each_item(s, comm_item, &k);
+}
+
+/* ---- calls kept exact ------------------------------------------------------------ */
+
+static int count_item(void *ctx, const char *item, size_t len)
+{
+    item_ctx *k = ctx;
+    gcmpi_config *c = k->c;
+    char text[32];
+    if (len == 0) return bad(k->j, CFG_EXACT_COUNTS, "has an empty entry; expected " COUNTS_EXPECT);
+    if (c->n_exact_counts == GCMPI_MAX_EXACT_COUNTS)
+        return bad(k->j, CFG_EXACT_COUNTS, "lists more than %d counts; expected " COUNTS_EXPECT,
+                   GCMPI_MAX_EXACT_COUNTS);
+    if (len >= sizeof text)
+        return bad(k->j, CFG_EXACT_COUNTS, "has an entry longer than %zu characters; expected "
+                   COUNTS_EXPECT, sizeof text - 1);
+    memcpy(text, item, len);
+    text[len] = '\0';
+    long long x;
+    cfg_status st = cfg_parse_int(text, 0, LLONG_MAX, &x);
+    if (st == CFG_SYNTAX)
+        return bad(k->j, CFG_EXACT_COUNTS, "has %s, which is not an integer; expected " COUNTS_EXPECT,
+                   text);
+    if (st == CFG_RANGE)
+        return bad(k->j, CFG_EXACT_COUNTS, "has count %s out of range; expected " COUNTS_EXPECT, text);
+    c->exact_counts[c->n_exact_counts++] = (uint64_t)x;
     return 1;
+}
+
+/* GCMPI_EXACT_COUNTS: none, or element counts (metric vectors, loss
+ * scalars, ...) that are never compressed. */
+static int get_exact_counts(const judge *j, gcmpi_config *c)
+{
+    const char *s = raw(j, CFG_EXACT_COUNTS);
+    if (!s) return 1;
+    if (!*s) return bad(j, CFG_EXACT_COUNTS, "is empty; expected " COUNTS_EXPECT);
+    c->n_exact_counts = 0;
+    if (cfg_ieq(s, "none")) return 1;
+    item_ctx k = {j, c};
+    return each_item(s, count_item, &k);
+}
+
+/* GCMPI_MAX_BYTES: off (no bound, stored as UINT64_MAX) or a size. */
+static int get_max_bytes(const judge *j, gcmpi_config *c)
+{
+    const char *s = raw(j, CFG_MAX_BYTES);
+    if (!s) return 1;
+    if (!*s) return bad(j, CFG_MAX_BYTES, "is empty; expected " MAX_BYTES_EXPECT);
+    if (cfg_ieq(s, "off")) {
+        c->max_bytes = UINT64_MAX;
+        return 1;
+    }
+    uint64_t x;
+    cfg_status st = cfg_parse_size(s, &x);
+    if (st == CFG_SYNTAX) return bad(j, CFG_MAX_BYTES, "is not a size; expected " MAX_BYTES_EXPECT);
+    if (st == CFG_RANGE || x == UINT64_MAX)
+        return bad(j, CFG_MAX_BYTES, "is out of range; expected at most %" PRIu64, UINT64_MAX - 1);
+    c->max_bytes = x;
+    return 1;
+}
+
+/* GCMPI_ALLGATHER_CODEC: auto (resolved once GCMPI_CODEC is known) or a
+ * codec name. */
+static int get_allgather_codec(const judge *j, gcmpi_config *c)
+{
+    const char *s = raw(j, CFG_ALLGATHER_CODEC);
+    c->allgather_codec_auto = !s || cfg_ieq(s, "auto");
+    if (c->allgather_codec_auto) return 1;
+    for (size_t i = 0; i < gc_codec_count(); i++) {
+        if (cfg_ieq(s, gc_codec_name(gc_codec_at(i)))) {
+            c->allgather_codec = gc_codec_at(i);
+            return 1;
+        }
+    }
+    char names[512];
+    codec_list(names, sizeof names, NULL, NULL);
+    return bad(j, CFG_ALLGATHER_CODEC, "is %s; expected auto or one of: %s",
+               *s ? "not a codec" : "empty", names);
 }
 
 static int ends_with_json(const char *item, size_t len)
@@ -565,11 +670,16 @@ static int judge_values(const judge *j, gcmpi_config *c)
     if (!get_number(j, CFG_EF_MOMENTUM, 0, 0, 1, 1, "a number in [0, 1)", &c->ef_momentum)) return 0;
     if (!get_size(j, CFG_EF_MAX_BYTES, UINT64_MAX, &c->ef_max_bytes)) return 0;
     if (!get_size(j, CFG_MIN_BYTES, UINT64_MAX, &c->min_bytes)) return 0;
+    if (!get_max_bytes(j, c)) return 0;
     if (!get_keyword(j, CFG_ALGO, algos, "an algorithm", "auto, allgather, rsag or native", &algo))
         return 0;
     c->algo = (gcmpi_algo)algo;
     if (!get_seed(j, &c->seed)) return 0;
     if (!get_comm(j, c)) return 0;
+    if (!get_allgather_codec(j, c)) return 0;
+    if (!get_bool(j, CFG_ALLGATHER_EF, &c->allgather_ef)) return 0;
+    if (!get_exact_counts(j, c)) return 0;
+    if (!get_bool(j, CFG_IN_PLACE_ONLY, &c->in_place_only)) return 0;
     if (!get_stats(j, c)) return 0;
     if (!get_bool(j, CFG_VERIFY, &c->verify)) return 0;
     if (!get_verbose(j, &c->verbose)) return 0;
@@ -613,20 +723,34 @@ int cfg_param_var(const char *msg, const char **value, size_t *value_len, const 
     return -1;
 }
 
-static int judge_codec_params(const judge *j, const gcmpi_config *c)
+/* The codec named by codec_var (GCMPI_CODEC or GCMPI_ALLGATHER_CODEC) must
+ * accept the shared parameters. */
+static int judge_params_of(const judge *j, const gc_codec *codec, cfg_var codec_var,
+                           const gc_params *params)
 {
     char msg[512];
-    if (!gc_is_error(gc_params_check(c->codec, &c->params, msg, sizeof msg))) return 1;
+    if (!gc_is_error(gc_params_check(codec, params, msg, sizeof msg))) return 1;
     const char *value, *rest;
     size_t value_len;
     int v = cfg_param_var(msg, &value, &value_len, &rest);
-    if (v < 0) return bad(j, CFG_CODEC, "does not accept its parameters: %s", msg);
+    if (v < 0) return bad(j, codec_var, "does not accept its parameters: %s", msg);
     while (*rest == ' ') rest++;
-    if (raw(j, (cfg_var)v)) return bad(j, (cfg_var)v, "%s", rest);
+    if (raw(j, (cfg_var)v)) {
+        if (codec_var == CFG_CODEC) return bad(j, (cfg_var)v, "%s", rest);
+        return bad(j, (cfg_var)v, "%s with %s=%s", rest, gcmpi_config_names[codec_var],
+                   gc_codec_name(codec));
+    }
     /* A default the codec refuses: show the value the codec saw. */
-    return cfg_error(j->res, "libgcmpi: %s=%.*s (default)%s%s with GCMPI_CODEC=%s",
+    return cfg_error(j->res, "libgcmpi: %s=%.*s (default)%s%s with %s=%s",
                      gcmpi_config_names[v], (int)value_len, value, *rest ? " " : "", rest,
-                     gc_codec_name(c->codec));
+                     gcmpi_config_names[codec_var], gc_codec_name(codec));
+}
+
+static int judge_codec_params(const judge *j, const gcmpi_config *c)
+{
+    if (!judge_params_of(j, c->codec, CFG_CODEC, &c->params)) return 0;
+    return c->allgather_codec == c->codec ||
+           judge_params_of(j, c->allgather_codec, CFG_ALLGATHER_CODEC, &c->params);
 }
 
 /* ---- combinations ------------------------------------------------------------------ */
@@ -712,6 +836,16 @@ static int judge_combinations(const judge *j, const gcmpi_config *c)
     if (c->ef && c->ef_max_bytes == 0)
         return bad(j, CFG_EF_MAX_BYTES, "is out of range; expected at least 1 while GCMPI_EF=1 "
                                         "(GCMPI_EF=0 turns error feedback off)");
+    if (c->allgather_ef && c->ef_max_bytes == 0)
+        return bad(j, CFG_EF_MAX_BYTES, "is out of range; expected at least 1 while "
+                                        "GCMPI_ALLGATHER_EF=1");
+    if (c->max_bytes < c->min_bytes) {
+        char min[32];
+        snprintf(min, sizeof min, "%" PRIu64 "%s", c->min_bytes,
+                 raw(j, CFG_MIN_BYTES) ? "" : " (default)");
+        return bad(j, CFG_MAX_BYTES, "is below GCMPI_MIN_BYTES=%s; expected off or a size >= "
+                                     "GCMPI_MIN_BYTES", min);
+    }
     return judge_adapt_combinations(j, c);
 }
 
@@ -733,6 +867,9 @@ void gcmpi_config_defaults(gcmpi_config *cfg)
      * encode time and a second exchange, and framework control traffic
      * (Horovod's coordination) stays untouched. */
     cfg->min_bytes = 4096;
+    cfg->max_bytes = UINT64_MAX;
+    cfg->allgather_codec = cfg->codec; /* auto with codec none */
+    cfg->allgather_codec_auto = 1;
     cfg->algo = GCMPI_ALGO_AUTO;
     cfg->seed = 42;
     cfg->comm = GCMPI_COMM_WORLD_ONLY;
@@ -752,6 +889,7 @@ void gcmpi_config_load(gcmpi_config *cfg, gcmpi_config_result *res, char *const 
         judge j = {&src, res};
         ok = judge_values(&j, &c);
         if (ok && c.ef < 0) c.ef = gcmpi_ef_auto(c.codec, &c.params);
+        if (ok && c.allgather_codec_auto) c.allgather_codec = gcmpi_allgather_codec_auto(c.codec);
         ok = ok && judge_codec_params(&j, &c) && judge_combinations(&j, &c);
     }
     cfg_sources_free(&src);

@@ -59,12 +59,26 @@
       "bound on residual memory per process; least recently used residuals are evicted")      \
     X(MIN_BYTES, "GCMPI_MIN_BYTES", "size", "4K", ">= 0",                                      \
       "messages smaller than this pass through uncompressed")                                  \
+    X(MAX_BYTES, "GCMPI_MAX_BYTES", "size or off", "off", "off, or a size >= GCMPI_MIN_BYTES",   \
+      "messages larger than this pass through uncompressed (allgather: one rank's block)")      \
     X(ALGO, "GCMPI_ALGO", "keyword", "auto", "auto, allgather, rsag, native",                  \
       "compressed collective; native only for none, randk, int8, powersgd")                   \
     X(SEED, "GCMPI_SEED", "uint64", "42", "0..2^64-1 (decimal or 0x hex)",                     \
       "seed of stochastic rounding and random selection (same on every rank)")                \
-    X(COMM, "GCMPI_COMM", "list", "world", "world, all, or up to 16 comma-separated names",    \
-      "communicators compressed: congruent to MPI_COMM_WORLD, every one, or by MPI_Comm_set_name") \
+    X(COMM, "GCMPI_COMM", "list", "world", "world, all, or up to 16 comma-separated names; "  \
+      "and up to 16 !NAME exclusions",                                                          \
+      "communicators compressed: congruent to MPI_COMM_WORLD, every one, or by MPI_Comm_set_name; " \
+      "!NAME items exclude communicators by name (world,!metrics)")                            \
+    X(ALLGATHER_CODEC, "GCMPI_ALLGATHER_CODEC", "codec name or auto", "auto",                   \
+      "auto, or any GCMPI_CODEC value", "compressor for MPI_Allgather of floats; auto = "        \
+      "GCMPI_CODEC when it is fp16 or bf16, else none (gathered features are not gradients)")  \
+    X(ALLGATHER_EF, "GCMPI_ALLGATHER_EF", "bool", "0", "0/1, true/false, yes/no, on/off",       \
+      "error feedback on MPI_Allgather (mixes one call's dropped values into the next)")       \
+    X(EXACT_COUNTS, "GCMPI_EXACT_COUNTS", "list", "none",                                      \
+      "none, or up to 16 comma-separated element counts",                                       \
+      "calls of exactly these element counts (allgather: per block) pass through uncompressed") \
+    X(IN_PLACE_ONLY, "GCMPI_IN_PLACE_ONLY", "bool", "0", "0/1, true/false, yes/no, on/off",     \
+      "compress only MPI_Allreduce(MPI_IN_PLACE, ...) (gradient buckets of Horovod, DDP)")     \
     X(STATS, "GCMPI_STATS", "list", "off", "off/0, 1/stderr, PATH.json, stderr,PATH.json",      \
       "statistics at MPI_Finalize: on stderr and/or into a JSON file (rank 0)")               \
     X(VERIFY, "GCMPI_VERIFY", "bool", "0", "0/1, true/false, yes/no, on/off",                  \

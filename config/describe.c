@@ -94,6 +94,7 @@ uint64_t gcmpi_config_hash(const gcmpi_config *cfg)
     /* ef_max_bytes is left out: residual memory is private to a rank, and
      * nodes with less memory may set a smaller bound. */
     mix_u64(&s, cfg->min_bytes);
+    mix_u64(&s, cfg->max_bytes);
     mix_u64(&s, (uint64_t)cfg->algo);
     mix_u64(&s, cfg->seed);
     mix_u64(&s, (uint64_t)cfg->comm);
@@ -101,6 +102,14 @@ uint64_t gcmpi_config_hash(const gcmpi_config *cfg)
         mix_u64(&s, (uint64_t)cfg->n_comm_names);
         for (int i = 0; i < cfg->n_comm_names; i++) mix_string(&s, cfg->comm_names[i]);
     }
+    mix_u64(&s, (uint64_t)cfg->n_comm_excluded);
+    for (int i = 0; i < cfg->n_comm_excluded; i++) mix_string(&s, cfg->comm_excluded[i]);
+    /* Which calls are compressed, and how allgather is: all ranks alike. */
+    mix_u64(&s, gc_codec_id(cfg->allgather_codec));
+    mix_u64(&s, (uint64_t)cfg->allgather_ef);
+    mix_u64(&s, (uint64_t)cfg->n_exact_counts);
+    for (int i = 0; i < cfg->n_exact_counts; i++) mix_u64(&s, cfg->exact_counts[i]);
+    mix_u64(&s, (uint64_t)cfg->in_place_only);
     /* GCMPI_VERIFY runs an extra exact allreduce: all ranks or none. */
     mix_u64(&s, (uint64_t)cfg->verify);
     mix_adapt(&s, &cfg->adapt);
@@ -196,15 +205,27 @@ size_t gcmpi_config_describe(const gcmpi_config *cfg, char *buf, size_t len)
     put_double(&w, n[CFG_EF_MOMENTUM], cfg->ef_momentum);
     put_size(&w, n[CFG_EF_MAX_BYTES], cfg->ef_max_bytes);
     put_size(&w, n[CFG_MIN_BYTES], cfg->min_bytes);
+    if (cfg->max_bytes == UINT64_MAX) put(&w, "%s=off\n", n[CFG_MAX_BYTES]);
+    else put_size(&w, n[CFG_MAX_BYTES], cfg->max_bytes);
     put(&w, "%s=%s\n", n[CFG_ALGO], (unsigned)cfg->algo < 4 ? algos[cfg->algo] : "?");
     put(&w, "%s=%" PRIu64 "\n", n[CFG_SEED], cfg->seed);
-    if (cfg->comm == GCMPI_COMM_WORLD_ONLY) put(&w, "%s=world\n", n[CFG_COMM]);
-    else if (cfg->comm == GCMPI_COMM_ALL) put(&w, "%s=all\n", n[CFG_COMM]);
+    if (cfg->comm == GCMPI_COMM_WORLD_ONLY) put(&w, "%s=world", n[CFG_COMM]);
+    else if (cfg->comm == GCMPI_COMM_ALL) put(&w, "%s=all", n[CFG_COMM]);
     else {
         put(&w, "%s=", n[CFG_COMM]);
         for (int i = 0; i < cfg->n_comm_names; i++) put(&w, "%s%s", i ? "," : "", cfg->comm_names[i]);
-        put(&w, "\n");
     }
+    for (int i = 0; i < cfg->n_comm_excluded; i++) put(&w, ",!%s", cfg->comm_excluded[i]);
+    put(&w, "\n");
+    if (cfg->allgather_codec_auto) put(&w, "%s=auto\n", n[CFG_ALLGATHER_CODEC]);
+    else put(&w, "%s=%s\n", n[CFG_ALLGATHER_CODEC], gc_codec_name(cfg->allgather_codec));
+    put(&w, "%s=%d\n", n[CFG_ALLGATHER_EF], cfg->allgather_ef);
+    if (cfg->n_exact_counts == 0) put(&w, "%s=none", n[CFG_EXACT_COUNTS]);
+    else put(&w, "%s=", n[CFG_EXACT_COUNTS]);
+    for (int i = 0; i < cfg->n_exact_counts; i++)
+        put(&w, "%s%" PRIu64, i ? "," : "", cfg->exact_counts[i]);
+    put(&w, "\n");
+    put(&w, "%s=%d\n", n[CFG_IN_PLACE_ONLY], cfg->in_place_only);
     if (!cfg->stats_stderr && !cfg->stats_json[0]) put(&w, "%s=off\n", n[CFG_STATS]);
     else put(&w, "%s=%s%s%s\n", n[CFG_STATS], cfg->stats_stderr ? "stderr" : "",
              cfg->stats_stderr && cfg->stats_json[0] ? "," : "", cfg->stats_json);

@@ -24,6 +24,7 @@ typedef enum gcmpi_comm_select {
 } gcmpi_comm_select;
 
 #define GCMPI_MAX_COMM_NAMES 16
+#define GCMPI_MAX_EXACT_COUNTS 16
 #define GCMPI_COMM_NAME_LEN 128
 #define GCMPI_PATH_LEN 1024
 
@@ -39,11 +40,23 @@ typedef struct gcmpi_config {
     double ef_momentum;               /* GCMPI_EF_MOMENTUM: DGC momentum correction, 0 = off */
     uint64_t ef_max_bytes;            /* GCMPI_EF_MAX_BYTES: residual memory bound per process */
     uint64_t min_bytes;               /* GCMPI_MIN_BYTES: smaller messages pass through */
+    uint64_t max_bytes;               /* GCMPI_MAX_BYTES: larger messages pass through;
+                                         UINT64_MAX = no bound (off) */
     gcmpi_algo algo;                  /* GCMPI_ALGO */
     uint64_t seed;                    /* GCMPI_SEED */
     gcmpi_comm_select comm;           /* GCMPI_COMM */
     int n_comm_names;
     char comm_names[GCMPI_MAX_COMM_NAMES][GCMPI_COMM_NAME_LEN];
+    int n_comm_excluded;              /* GCMPI_COMM "!NAME" items: never compressed */
+    char comm_excluded[GCMPI_MAX_COMM_NAMES][GCMPI_COMM_NAME_LEN];
+    const gc_codec *allgather_codec;  /* GCMPI_ALLGATHER_CODEC, auto resolved at load
+                                         (gcmpi_allgather_codec_auto) */
+    int allgather_codec_auto;         /* GCMPI_ALLGATHER_CODEC was auto: describe says so */
+    int allgather_ef;                 /* GCMPI_ALLGATHER_EF: error feedback on allgather */
+    int n_exact_counts;               /* GCMPI_EXACT_COUNTS: element counts never */
+    uint64_t exact_counts[GCMPI_MAX_EXACT_COUNTS]; /* compressed                    */
+    int in_place_only;                /* GCMPI_IN_PLACE_ONLY: compress only MPI_IN_PLACE
+                                         allreduces */
     int stats_stderr;                 /* GCMPI_STATS includes "stderr" */
     char stats_json[GCMPI_PATH_LEN];  /* GCMPI_STATS JSON path, "" = none */
     int verify;                       /* GCMPI_VERIFY */
@@ -79,7 +92,8 @@ void gcmpi_config_defaults(gcmpi_config *cfg);
 
 /* 64-bit hash of everything that must agree across ranks (payload format
  * version, codec id, params, ef, ef_momentum, min_bytes, algo, seed, comm
- * selection, verify, adapt, disable); excludes per-rank things: stats,
+ * selection and exclusions, allgather codec and EF, exact counts, in-place
+ * only, verify, adapt, disable); excludes per-rank things: stats,
  * verbosity, ef_max_bytes and the file the values came from. */
 uint64_t gcmpi_config_hash(const gcmpi_config *cfg);
 
@@ -90,6 +104,17 @@ size_t gcmpi_config_describe(const gcmpi_config *cfg, char *buf, size_t len);
 /* What GCMPI_EF=auto means for a codec: 0 for compressors that are not
  * contractive (qsgd, terngrad, randk scaled by n/k), 1 otherwise. */
 int gcmpi_ef_auto(const gc_codec *codec, const gc_params *p);
+
+/* What GCMPI_ALLGATHER_CODEC=auto means for GCMPI_CODEC=codec: the codec
+ * itself when it is near-lossless on any data (fp16, bf16), else none.
+ * Gathered data is rarely a gradient: sparsifying or sign codecs would drop
+ * most of it, so they are used on allgather only when named explicitly. */
+const gc_codec *gcmpi_allgather_codec_auto(const gc_codec *codec);
+
+/* The configuration MPI_Allgather runs with: cfg with its codec set to
+ * allgather_codec, ef to allgather_ef, and no momentum correction or
+ * adaptive layer (both follow gradients across calls). */
+void gcmpi_config_for_allgather(const gcmpi_config *cfg, gcmpi_config *out);
 
 /* The table of known variable names (NULL-terminated), for README and for
  * the typo warning. */

@@ -488,17 +488,17 @@ Test(errors, keywords_and_booleans)
 Test(errors, communicators_and_statistics)
 {
     load_fails_with(ENV("GCMPI_COMM=a,,b"),
-                    "libgcmpi: GCMPI_COMM=a,,b has an empty name; expected world, all or up to 16 comma-separated communicator names");
+                    "libgcmpi: GCMPI_COMM=a,,b has an empty name; expected world, all or up to 16 comma-separated communicator names, and up to 16 !NAME exclusions");
     load_fails_with(ENV("GCMPI_COMM=world,grads"),
-                    "libgcmpi: GCMPI_COMM=world,grads mixes world or all with names; expected world, all or up to 16 comma-separated communicator names");
+                    "libgcmpi: GCMPI_COMM=world,grads mixes world or all with names; expected world, all or up to 16 comma-separated communicator names, and up to 16 !NAME exclusions");
     load_fails_with(ENV("GCMPI_COMM=a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q"),
-                    "libgcmpi: GCMPI_COMM=a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q lists more than 16 names; expected world, all or up to 16 comma-separated communicator names");
+                    "libgcmpi: GCMPI_COMM=a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q lists more than 16 names; expected world, all or up to 16 comma-separated communicator names, and up to 16 !NAME exclusions");
     load_fails_with(ENV("GCMPI_COMM="),
-                    "libgcmpi: GCMPI_COMM= is empty; expected world, all or up to 16 comma-separated communicator names");
+                    "libgcmpi: GCMPI_COMM= is empty; expected world, all or up to 16 comma-separated communicator names, and up to 16 !NAME exclusions");
     char entry[200] = "GCMPI_COMM=", want[400];
     memset(entry + 11, 'n', 128);
     snprintf(want, sizeof want, "libgcmpi: %s has a name longer than 127 characters; expected world, "
-             "all or up to 16 comma-separated communicator names", entry);
+             "all or up to 16 comma-separated communicator names, and up to 16 !NAME exclusions", entry);
     load_fails_with(ENV(entry), want);
 
     load_fails_with(ENV("GCMPI_STATS=out.txt"),
@@ -1392,4 +1392,186 @@ Test(ef, auto_is_on_for_contractive_codecs_and_explicit_values_win)
     char *off[] = {"GCMPI_CODEC=topk", "GCMPI_EF=0", NULL};
     load_ok(off);
     cr_assert_eq(cfg.ef, 0);
+}
+
+/* ---- calls kept exact, allgather's own codec ------------------------------------------- */
+
+Test(exact_calls, allgather_codec_auto_follows_only_near_lossless_codecs)
+{
+    static const char *const follows[] = {"fp16", "bf16"};
+    static const char *const not_followed[] = {"none", "int8", "qsgd", "terngrad", "sign", "onebit",
+                                               "natural", "topk", "randk", "dgc", "powersgd", "eg",
+                                               "topkq"};
+    char entry[64];
+    for (size_t i = 0; i < sizeof follows / sizeof follows[0]; i++) {
+        snprintf(entry, sizeof entry, "GCMPI_CODEC=%s", follows[i]);
+        load_ok(ENV(entry));
+        cr_assert(cfg.allgather_codec_auto);
+        cr_assert_str_eq(gc_codec_name(cfg.allgather_codec), follows[i]);
+    }
+    for (size_t i = 0; i < sizeof not_followed / sizeof not_followed[0]; i++) {
+        snprintf(entry, sizeof entry, "GCMPI_CODEC=%s", not_followed[i]);
+        load_ok(ENV(entry));
+        cr_assert_str_eq(gc_codec_name(cfg.allgather_codec), "none", "%s", entry);
+    }
+    cr_assert_eq(cfg.allgather_ef, 0);
+}
+
+Test(exact_calls, allgather_codec_and_ef_are_chosen_explicitly)
+{
+    load_ok(ENV("GCMPI_CODEC=int8", "GCMPI_ALLGATHER_CODEC=TopK", "GCMPI_ALLGATHER_EF=yes"));
+    cr_assert_eq(cfg.allgather_codec_auto, 0);
+    cr_assert_str_eq(gc_codec_name(cfg.allgather_codec), "topk");
+    cr_assert_eq(cfg.allgather_ef, 1);
+    load_ok(ENV("GCMPI_CODEC=fp16", "GCMPI_ALLGATHER_CODEC=none"));
+    cr_assert_str_eq(gc_codec_name(cfg.allgather_codec), "none");
+    load_ok(ENV("GCMPI_ALLGATHER_CODEC=auto", "GCMPI_CODEC=bf16"));
+    cr_assert_str_eq(gc_codec_name(cfg.allgather_codec), "bf16");
+}
+
+Test(exact_calls, the_allgather_configuration_has_no_gradient_state)
+{
+    load_ok(ENV("GCMPI_CODEC=topk", "GCMPI_EF_MOMENTUM=0.9", "GCMPI_ADAPT=edgc",
+                "GCMPI_ALLGATHER_CODEC=fp16"));
+    gcmpi_config ag;
+    gcmpi_config_for_allgather(&cfg, &ag);
+    cr_assert_str_eq(gc_codec_name(ag.codec), "fp16");
+    cr_assert_eq(ag.ef, 0);
+    cr_assert_eq(ag.ef_momentum, 0.0);
+    cr_assert_eq(ag.adapt.method, GC_ADAPT_NONE);
+    cr_assert_eq(ag.params.ratio, cfg.params.ratio);
+    cr_assert_eq(ag.min_bytes, cfg.min_bytes);
+}
+
+Test(exact_calls, bad_allgather_settings_name_the_variable)
+{
+    load_fails_with(ENV("GCMPI_ALLGATHER_CODEC=topkk"),
+                    "libgcmpi: GCMPI_ALLGATHER_CODEC=topkk is not a codec; expected auto or one of: "
+                    "none, fp16, bf16, int8, qsgd, terngrad, sign, onebit, natural, topk, randk, "
+                    "dgc, powersgd, eg, topkq");
+    load_fails_with(ENV("GCMPI_ALLGATHER_EF=2"),
+                    "libgcmpi: GCMPI_ALLGATHER_EF=2 is not a boolean; expected 0, 1, true, false, "
+                    "yes, no, on or off");
+    /* A parameter the allgather codec refuses names both. */
+    load_fails_with(ENV("GCMPI_CODEC=int8", "GCMPI_ALLGATHER_CODEC=qsgd", "GCMPI_BITS=12"),
+                    "libgcmpi: GCMPI_BITS=12 is out of range; expected an integer in [2, 8] with "
+                    "GCMPI_ALLGATHER_CODEC=qsgd");
+    load_fails_with(ENV("GCMPI_ALLGATHER_EF=1", "GCMPI_EF=0", "GCMPI_EF_MAX_BYTES=0"),
+                    "libgcmpi: GCMPI_EF_MAX_BYTES=0 is out of range; expected at least 1 while "
+                    "GCMPI_ALLGATHER_EF=1");
+}
+
+Test(exact_calls, max_bytes_is_off_or_a_size_not_below_min_bytes)
+{
+    load_ok(no_env);
+    cr_assert_eq(cfg.max_bytes, UINT64_MAX);
+    load_ok(ENV("GCMPI_MAX_BYTES=64M"));
+    cr_assert_eq(cfg.max_bytes, 64u << 20);
+    load_ok(ENV("GCMPI_MAX_BYTES=4K"));
+    cr_assert_eq(cfg.max_bytes, 4096);
+    load_ok(ENV("GCMPI_MAX_BYTES=OFF"));
+    cr_assert_eq(cfg.max_bytes, UINT64_MAX);
+    load_fails_with(ENV("GCMPI_MAX_BYTES=1K"),
+                    "libgcmpi: GCMPI_MAX_BYTES=1K is below GCMPI_MIN_BYTES=4096 (default); expected "
+                    "off or a size >= GCMPI_MIN_BYTES");
+    load_fails_with(ENV("GCMPI_MAX_BYTES=100", "GCMPI_MIN_BYTES=200"),
+                    "libgcmpi: GCMPI_MAX_BYTES=100 is below GCMPI_MIN_BYTES=200; expected off or a "
+                    "size >= GCMPI_MIN_BYTES");
+    load_fails_with(ENV("GCMPI_MAX_BYTES=-1"),
+                    "libgcmpi: GCMPI_MAX_BYTES=-1 is not a size; expected off or an integer with "
+                    "optional K, M or G suffix");
+    load_fails_with(ENV("GCMPI_MAX_BYTES="),
+                    "libgcmpi: GCMPI_MAX_BYTES= is empty; expected off or an integer with optional "
+                    "K, M or G suffix");
+}
+
+Test(exact_calls, exact_counts_are_a_list_of_element_counts)
+{
+    load_ok(no_env);
+    cr_assert_eq(cfg.n_exact_counts, 0);
+    load_ok(ENV("GCMPI_EXACT_COUNTS=10, 1000 ,0"));
+    cr_assert_eq(cfg.n_exact_counts, 3);
+    cr_assert_eq(cfg.exact_counts[0], 10);
+    cr_assert_eq(cfg.exact_counts[1], 1000);
+    cr_assert_eq(cfg.exact_counts[2], 0);
+    load_ok(ENV("GCMPI_EXACT_COUNTS=none"));
+    cr_assert_eq(cfg.n_exact_counts, 0);
+    load_ok(ENV("GCMPI_EXACT_COUNTS=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16"));
+    cr_assert_eq(cfg.n_exact_counts, GCMPI_MAX_EXACT_COUNTS);
+    static const char expect[] = "expected none or up to 16 comma-separated element counts in "
+                                 "[0, 2^63 - 1]";
+    char want[256];
+    snprintf(want, sizeof want, "libgcmpi: GCMPI_EXACT_COUNTS=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17 "
+             "lists more than 16 counts; %s", expect);
+    load_fails_with(ENV("GCMPI_EXACT_COUNTS=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17"), want);
+    snprintf(want, sizeof want, "libgcmpi: GCMPI_EXACT_COUNTS=10,x has x, which is not an integer; %s",
+             expect);
+    load_fails_with(ENV("GCMPI_EXACT_COUNTS=10,x"), want);
+    snprintf(want, sizeof want, "libgcmpi: GCMPI_EXACT_COUNTS=-5 has count -5 out of range; %s", expect);
+    load_fails_with(ENV("GCMPI_EXACT_COUNTS=-5"), want);
+    snprintf(want, sizeof want, "libgcmpi: GCMPI_EXACT_COUNTS=1,,2 has an empty entry; %s", expect);
+    load_fails_with(ENV("GCMPI_EXACT_COUNTS=1,,2"), want);
+}
+
+Test(exact_calls, in_place_only_is_a_boolean)
+{
+    load_ok(no_env);
+    cr_assert_eq(cfg.in_place_only, 0);
+    load_ok(ENV("GCMPI_IN_PLACE_ONLY=on"));
+    cr_assert_eq(cfg.in_place_only, 1);
+}
+
+Test(exact_calls, communicators_are_excluded_by_bang_name)
+{
+    load_ok(ENV("GCMPI_COMM=!metrics"));
+    cr_assert_eq(cfg.comm, GCMPI_COMM_WORLD_ONLY);
+    cr_assert_eq(cfg.n_comm_excluded, 1);
+    cr_assert_str_eq(cfg.comm_excluded[0], "metrics");
+    load_ok(ENV("GCMPI_COMM=all, !metrics,!tensor parallel"));
+    cr_assert_eq(cfg.comm, GCMPI_COMM_ALL);
+    cr_assert_eq(cfg.n_comm_excluded, 2);
+    cr_assert_str_eq(cfg.comm_excluded[1], "tensor parallel");
+    load_ok(ENV("GCMPI_COMM=!x,grads,!y"));
+    cr_assert_eq(cfg.comm, GCMPI_COMM_NAMES);
+    cr_assert_eq(cfg.n_comm_names, 1);
+    cr_assert_eq(cfg.n_comm_excluded, 2);
+    load_fails_with(ENV("GCMPI_COMM=world,!"),
+                    "libgcmpi: GCMPI_COMM=world,! has an empty exclusion; expected world, all or up "
+                    "to 16 comma-separated communicator names, and up to 16 !NAME exclusions");
+    load_fails_with(ENV("GCMPI_COMM=all,world"),
+                    "libgcmpi: GCMPI_COMM=all,world mixes world or all with names; expected world, "
+                    "all or up to 16 comma-separated communicator names, and up to 16 !NAME "
+                    "exclusions");
+}
+
+Test(exact_calls, settings_read_back_and_change_the_hash)
+{
+    char text[4096];
+    describe_round_trip(ENV("GCMPI_CODEC=topk", "GCMPI_ALLGATHER_CODEC=fp16", "GCMPI_ALLGATHER_EF=1",
+                            "GCMPI_MAX_BYTES=1M", "GCMPI_EXACT_COUNTS=10,20",
+                            "GCMPI_IN_PLACE_ONLY=1", "GCMPI_COMM=all,!metrics"),
+                        text);
+    static const char *const lines[] = {
+        "GCMPI_ALLGATHER_CODEC=fp16\n", "GCMPI_ALLGATHER_EF=1\n", "GCMPI_MAX_BYTES=1M\n",
+        "GCMPI_EXACT_COUNTS=10,20\n", "GCMPI_IN_PLACE_ONLY=1\n", "GCMPI_COMM=all,!metrics\n",
+    };
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
+        cr_assert(strstr(text, lines[i]) != NULL, "no %s in\n%s", lines[i], text);
+    describe_round_trip(ENV("GCMPI_COMM=!a,b"), text);
+    cr_assert(strstr(text, "GCMPI_COMM=b,!a\n") != NULL, "%s", text);
+
+    static char *const changes[] = {
+        "GCMPI_ALLGATHER_CODEC=topk", "GCMPI_ALLGATHER_EF=1", "GCMPI_MAX_BYTES=1M",
+        "GCMPI_EXACT_COUNTS=10",      "GCMPI_EXACT_COUNTS=11", "GCMPI_IN_PLACE_ONLY=1",
+        "GCMPI_COMM=!metrics",        "GCMPI_COMM=!metric",
+    };
+    enum { N = sizeof changes / sizeof changes[0] };
+    uint64_t h[N + 1];
+    h[N] = hash_of(ENV("GCMPI_CODEC=topk"));
+    for (size_t i = 0; i < N; i++) h[i] = hash_of(ENV("GCMPI_CODEC=topk", changes[i]));
+    for (size_t i = 0; i <= N; i++)
+        for (size_t k = i + 1; k <= N; k++)
+            cr_assert_neq(h[i], h[k], "%s and %s", changes[i], k < N ? changes[k] : "the defaults");
+    /* auto under topk is none: naming none is the same configuration. */
+    cr_assert_eq(hash_of(ENV("GCMPI_CODEC=topk", "GCMPI_ALLGATHER_CODEC=none")), h[N]);
 }
