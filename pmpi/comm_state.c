@@ -34,9 +34,16 @@ static void live_remove(gcmpi_comm_state *st)
     pthread_mutex_unlock(&live_lock);
 }
 
-static const char *codec_label(void)
+/* The codec each collective runs with: the report shows it per row. */
+static const char *codec_label(gcmpi_kind kind)
 {
-    return config->codec ? gc_codec_name(config->codec) : "none";
+    const gc_codec *c = kind == GCMPI_KIND_ALLGATHER ? config->allgather_codec : config->codec;
+    return c ? gc_codec_name(c) : "none";
+}
+
+static int lossy(const gc_codec *c)
+{
+    return c && !(gc_codec_flags(c) & GC_LOSSLESS);
 }
 
 static void state_free(gcmpi_comm_state *st)
@@ -44,7 +51,7 @@ static void state_free(gcmpi_comm_state *st)
     live_remove(st);
     for (int k = 0; k < GCMPI_KIND_COUNT; k++) {
         if (st->ef) st->stats[k].ef = gcmpi_ef_store_counts(st->ef, (gcmpi_kind)k);
-        if (gcmpi_stats_retire(st->label, st->size, (gcmpi_kind)k, codec_label(),
+        if (gcmpi_stats_retire(st->label, st->size, (gcmpi_kind)k, codec_label((gcmpi_kind)k),
                                &st->stats[k]) != 0)
             fprintf(stderr, "libgcmpi: out of memory; statistics of %s are lost\n",
                     st->label);
@@ -129,8 +136,9 @@ static gcmpi_comm_state *attach(MPI_Comm comm)
         if (!st->ws) out_of_memory(comm, "creating the codec workspace");
         /* A lossless codec leaves nothing behind: no residuals to keep.
          * The adaptive layer keeps its per-buffer blocks in the same store. */
-        st->residuals = config->ef && !(gc_codec_flags(config->codec) & GC_LOSSLESS);
-        if (st->residuals || gc_adapt_active(&config->adapt)) {
+        st->residuals = config->ef && lossy(config->codec);
+        st->allgather_residuals = config->allgather_ef && lossy(config->allgather_codec);
+        if (st->residuals || st->allgather_residuals || gc_adapt_active(&config->adapt)) {
             st->ef = gcmpi_ef_store_create();
             if (!st->ef) out_of_memory(comm, "creating the residual store");
         }

@@ -30,6 +30,9 @@ typedef struct gcmpi_comm_state {
                                    is needed                                  */
     int residuals;              /* error feedback on: GCMPI_EF=1 and a lossy
                                    codec                                      */
+    int allgather_residuals;    /* the same for MPI_Allgather:
+                                   GCMPI_ALLGATHER_EF=1 and a lossy
+                                   GCMPI_ALLGATHER_CODEC                      */
     gcmpi_stats stats[GCMPI_KIND_COUNT];
     gcmpi_timeline *timeline;   /* allreduce calls; rank 0 of MPI_COMM_WORLD
                                    only, created on the first call            */

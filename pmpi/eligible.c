@@ -18,35 +18,56 @@ static int is_float(MPI_Datatype datatype)
     return datatype == MPI_FLOAT || (have_float_alias && datatype == float_alias);
 }
 
-int gcmpi_compression_on(const gcmpi_config *cfg)
+/* Codec none is worth running only through the zstd stage, or when an
+ * algorithm is forced (to test the algorithms with exact arithmetic). */
+static int codec_runs(const gcmpi_config *cfg, const gc_codec *codec)
 {
-    if (cfg->disable) return 0;
-    /* Codec none is worth running only through the zstd stage, or when an
-     * algorithm is forced (to test the algorithms with exact arithmetic). */
-    int codec_none = cfg->codec == NULL || strcmp(gc_codec_name(cfg->codec), "none") == 0;
+    int codec_none = codec == NULL || strcmp(gc_codec_name(codec), "none") == 0;
     return !codec_none || cfg->params.zstd_level > 0 || cfg->algo != GCMPI_ALGO_AUTO;
 }
 
-static gcmpi_skip enabled_skip(const gcmpi_config *cfg)
+int gcmpi_compression_on(const gcmpi_config *cfg)
+{
+    if (cfg->disable) return 0;
+    return codec_runs(cfg, cfg->codec) || codec_runs(cfg, cfg->allgather_codec);
+}
+
+static gcmpi_skip enabled_skip(const gcmpi_config *cfg, const gc_codec *codec)
 {
     if (cfg->disable) return GCMPI_SKIP_DISABLED;
-    return gcmpi_compression_on(cfg) ? GCMPI_ELIGIBLE : GCMPI_SKIP_NO_CODEC;
+    return codec_runs(cfg, codec) ? GCMPI_ELIGIBLE : GCMPI_SKIP_NO_CODEC;
 }
 
-static gcmpi_skip size_skip(const gcmpi_config *cfg, int64_t count)
+static int listed(const gcmpi_config *cfg, uint64_t count)
+{
+    for (int i = 0; i < cfg->n_exact_counts; i++)
+        if (cfg->exact_counts[i] == count) return 1;
+    return 0;
+}
+
+/* The rules on the element count (one rank's block for allgather). */
+static gcmpi_skip count_skip(const gcmpi_config *cfg, int64_t count)
 {
     if (count < 0) return GCMPI_SKIP_COUNT;
-    return (uint64_t)count * sizeof(float) < cfg->min_bytes ? GCMPI_SKIP_SMALL
-                                                             : GCMPI_ELIGIBLE;
+    /* Saturated: a count beyond 2^62 is above any GCMPI_MAX_BYTES but off. */
+    const uint64_t n = (uint64_t)count;
+    const uint64_t bytes = n > UINT64_MAX / sizeof(float) ? UINT64_MAX : n * sizeof(float);
+    if (bytes < cfg->min_bytes) return GCMPI_SKIP_SMALL;
+    if (bytes > cfg->max_bytes) return GCMPI_SKIP_LARGE;
+    if (listed(cfg, (uint64_t)count)) return GCMPI_SKIP_EXACT_COUNT;
+    return GCMPI_ELIGIBLE;
 }
 
-gcmpi_skip gcmpi_eligible_allreduce(const gcmpi_config *cfg, MPI_Datatype datatype,
-                                    MPI_Op op, int64_t count)
+gcmpi_skip gcmpi_eligible_allreduce(const gcmpi_config *cfg, const void *sendbuf,
+                                    MPI_Datatype datatype, MPI_Op op, int64_t count)
 {
     if (!is_float(datatype)) return GCMPI_SKIP_DATATYPE;
     if (op != MPI_SUM) return GCMPI_SKIP_OP;
-    gcmpi_skip skip = enabled_skip(cfg);
-    return skip != GCMPI_ELIGIBLE ? skip : size_skip(cfg, count);
+    gcmpi_skip skip = enabled_skip(cfg, cfg->codec);
+    if (skip == GCMPI_ELIGIBLE) skip = count_skip(cfg, count);
+    if (skip == GCMPI_ELIGIBLE && cfg->in_place_only && sendbuf != MPI_IN_PLACE)
+        skip = GCMPI_SKIP_NOT_IN_PLACE;
+    return skip;
 }
 
 gcmpi_skip gcmpi_eligible_allgather(const gcmpi_config *cfg, const void *sendbuf,
@@ -58,13 +79,22 @@ gcmpi_skip gcmpi_eligible_allgather(const gcmpi_config *cfg, const void *sendbuf
         if (sendtype != recvtype) return GCMPI_SKIP_DATATYPE;
         if (sendcount != recvcount) return GCMPI_SKIP_COUNT;
     }
-    gcmpi_skip skip = enabled_skip(cfg);
-    return skip != GCMPI_ELIGIBLE ? skip : size_skip(cfg, recvcount);
+    gcmpi_skip skip = enabled_skip(cfg, cfg->allgather_codec);
+    return skip != GCMPI_ELIGIBLE ? skip : count_skip(cfg, recvcount);
+}
+
+static int named(const char *name, const char (*names)[GCMPI_COMM_NAME_LEN], int n)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(names[i], name) == 0) return 1;
+    return 0;
 }
 
 gcmpi_skip gcmpi_eligible_comm(const gcmpi_config *cfg, const gcmpi_comm_facts *facts)
 {
     if (facts->inter || facts->size < 2) return GCMPI_SKIP_COMM;
+    if (named(facts->name, cfg->comm_excluded, cfg->n_comm_excluded))
+        return GCMPI_SKIP_COMM_EXCLUDED;
     switch (cfg->comm) {
     case GCMPI_COMM_ALL:
         return GCMPI_ELIGIBLE;
@@ -73,9 +103,8 @@ gcmpi_skip gcmpi_eligible_comm(const gcmpi_config *cfg, const gcmpi_comm_facts *
                    ? GCMPI_ELIGIBLE
                    : GCMPI_SKIP_COMM;
     case GCMPI_COMM_NAMES:
-        for (int i = 0; i < cfg->n_comm_names; i++)
-            if (strcmp(cfg->comm_names[i], facts->name) == 0) return GCMPI_ELIGIBLE;
-        return GCMPI_SKIP_COMM;
+        return named(facts->name, cfg->comm_names, cfg->n_comm_names) ? GCMPI_ELIGIBLE
+                                                                       : GCMPI_SKIP_COMM;
     }
     return GCMPI_SKIP_COMM;
 }
@@ -91,6 +120,30 @@ const char *gcmpi_skip_reason(gcmpi_skip skip)
     case GCMPI_SKIP_COUNT: return "counts differ or are negative";
     case GCMPI_SKIP_SMALL: return "message below GCMPI_MIN_BYTES";
     case GCMPI_SKIP_COMM: return "communicator not selected by GCMPI_COMM";
+    case GCMPI_SKIP_LARGE: return "message above GCMPI_MAX_BYTES";
+    case GCMPI_SKIP_EXACT_COUNT: return "count listed in GCMPI_EXACT_COUNTS";
+    case GCMPI_SKIP_NOT_IN_PLACE: return "not MPI_IN_PLACE while GCMPI_IN_PLACE_ONLY=1";
+    case GCMPI_SKIP_COMM_EXCLUDED: return "communicator excluded by !NAME in GCMPI_COMM";
+    case GCMPI_SKIP_KINDS: break;
     }
     return "unknown";
+}
+
+const char *gcmpi_skip_key(gcmpi_skip skip)
+{
+    switch (skip) {
+    case GCMPI_SKIP_NO_CODEC: return "codec_none";
+    case GCMPI_SKIP_SMALL: return "min_bytes";
+    case GCMPI_SKIP_LARGE: return "max_bytes";
+    case GCMPI_SKIP_EXACT_COUNT: return "exact_counts";
+    case GCMPI_SKIP_NOT_IN_PLACE: return "in_place_only";
+    case GCMPI_SKIP_COMM: return "comm";
+    case GCMPI_SKIP_COMM_EXCLUDED: return "comm_excluded";
+    default: return NULL;
+    }
+}
+
+int gcmpi_skip_counted(gcmpi_skip skip)
+{
+    return gcmpi_skip_key(skip) != NULL;
 }

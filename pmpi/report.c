@@ -113,6 +113,22 @@ static size_t collect_warnings(const gcmpi_config *cfg, const gcmpi_stats_row *r
     return k;
 }
 
+/* "min_bytes 3, exact_counts 2": the pass-through reasons of a row, in
+ * collective calls; "" when none. */
+static void passed_by_text(const gcmpi_stats_row *r, char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int k = 0; k < GCMPI_SKIP_KINDS && at < len; k++) {
+        const char *key = gcmpi_skip_key((gcmpi_skip)k);
+        if (!key || !r->s.passed_by[k]) continue;
+        int n = snprintf(buf + at, len - at, "%s%s %llu", at ? ", " : "", key,
+                         (unsigned long long)collective_calls(r, r->s.passed_by[k]));
+        if (n < 0) break;
+        at += (size_t)n;
+    }
+}
+
 static void print_table(const gcmpi_config *cfg, const char *mpi_version, int nranks,
                         const gcmpi_stats_row *rows, size_t n, uint64_t other)
 {
@@ -154,6 +170,13 @@ static void print_table(const gcmpi_config *cfg, const char *mpi_version, int nr
                 (double)s->bytes_offered / 1e6, (double)s->bytes_sent / 1e6, ratio_of(s),
                 per_rank(r, s->encode_s), per_rank(r, s->decode_s), per_rank(r, s->comm_s), ef,
                 verify, eg);
+    }
+    for (size_t i = 0; i < n; i++) {
+        char why[256];
+        passed_by_text(&rows[i], why, sizeof why);
+        if (why[0])
+            fprintf(stderr, "libgcmpi: passed through on %s (%s, %s): %s\n", rows[i].comm,
+                    gcmpi_kind_name((gcmpi_kind)rows[i].kind), rows[i].codec, why);
     }
     if (n == 0) fprintf(stderr, "libgcmpi: no float sums were intercepted\n");
     fprintf(stderr,
@@ -283,6 +306,22 @@ static void print_adaptive(const gcmpi_config *cfg, const gcmpi_stats_row *rows,
     }
 }
 
+/* The last member of a collective's object, and its closing brace: every
+ * reason a call can pass through for, in collective calls. */
+static void json_passed_by(FILE *f, const gcmpi_stats_row *r)
+{
+    fprintf(f, ",\n     \"passed_by\": {");
+    int first = 1;
+    for (int k = 0; k < GCMPI_SKIP_KINDS; k++) {
+        const char *key = gcmpi_skip_key((gcmpi_skip)k);
+        if (!key) continue;
+        fprintf(f, "%s\"%s\": %llu", first ? "" : ", ", key,
+                (unsigned long long)collective_calls(r, r->s.passed_by[k]));
+        first = 0;
+    }
+    fprintf(f, "}}");
+}
+
 static int write_json(const char *path, const gcmpi_config *cfg, const char *mpi_version,
                       int nranks, const gcmpi_stats_row *rows, size_t n, uint64_t other,
                       char (*warnings)[WARNING_LEN], size_t n_warnings)
@@ -317,7 +356,7 @@ static int write_json(const char *path, const gcmpi_config *cfg, const char *mpi
                 "\n     \"ef_created\": %llu, \"ef_reused\": %llu, \"ef_evicted\": %llu, "
                 "\"ef_missed\": %llu,\n     \"verify_calls\": %llu, \"verify_rel_err_mean\": "
                 "%.6g, \"verify_rel_err_max\": %.6g,\n     \"eg_code_bits_per_element\": %.6g, "
-                "\"eg_fl_bits_per_element\": %.6g, \"eg_saving\": %.6g}",
+                "\"eg_fl_bits_per_element\": %.6g, \"eg_saving\": %.6g",
                 r->ranks, (unsigned long long)collective_calls(r, s->calls_compressed),
                 (unsigned long long)collective_calls(r, s->calls_passed),
                 (unsigned long long)collective_calls(r, s->calls_failed),
@@ -331,6 +370,7 @@ static int write_json(const char *path, const gcmpi_config *cfg, const char *mpi
                 s->verify_err_max,
                 s->eg_elements ? s->eg_code_bits / (double)s->eg_elements : 0.0,
                 s->eg_elements ? s->eg_fl_bits / (double)s->eg_elements : 0.0, eg_saving(s));
+        json_passed_by(f, r);
     }
     fprintf(f, "\n  ],\n  \"timelines\": [");
     json_timelines(f);

@@ -30,6 +30,8 @@
 #endif
 
 static gcmpi_config cfg;        /* immutable between MPI_Init and MPI_Finalize  */
+static gcmpi_config ag_cfg;     /* what MPI_Allgather runs with (its codec and
+                                   error feedback), derived once from cfg       */
 static int active;              /* 1 while the library intercepts               */
 static MPI_Comm world;          /* private duplicate of MPI_COMM_WORLD: report */
 static int world_rank;          /* rank in MPI_COMM_WORLD: 0 keeps timelines    */
@@ -118,6 +120,7 @@ static void start(int thread_level)
     int real_size = 0;
     if (PMPI_Type_size(MPI_REAL, &real_size) == MPI_SUCCESS && real_size == (int)sizeof(float))
         gcmpi_eligible_accept_as_float(MPI_REAL);
+    gcmpi_config_for_allgather(&cfg, &ag_cfg);
     gcmpi_ef_set_limit(cfg.ef_max_bytes);
     if (gcmpi_comm_state_setup(&cfg) != MPI_SUCCESS ||
         PMPI_Comm_dup(MPI_COMM_WORLD, &world) != MPI_SUCCESS) {
@@ -178,29 +181,26 @@ GCMPI_EXPORT int MPI_Finalize(void)
 
 /* The communicator state when the call is compressed, NULL to pass it
  * through. Calls that are not float sums cost a few comparisons and a
- * relaxed counter; float sums find their communicator's cached decision. */
+ * relaxed counter; float sums find their communicator's cached decision
+ * and count why they passed through (passed_by). */
 static gcmpi_comm_state *target_of(gcmpi_skip skip, MPI_Comm comm, gcmpi_kind kind)
 {
-    switch (skip) {
-    case GCMPI_ELIGIBLE:
-    case GCMPI_SKIP_SMALL:
-        break;
-    case GCMPI_SKIP_DISABLED:
-    case GCMPI_SKIP_NO_CODEC:
-        return NULL;
-    default:
+    if (skip == GCMPI_SKIP_DISABLED) return NULL;
+    if (skip != GCMPI_ELIGIBLE && !gcmpi_skip_counted(skip)) {
         gcmpi_stats_count_other();
         return NULL;
     }
+    /* Nothing compressed at all: no state, no statistics. */
+    if (skip == GCMPI_SKIP_NO_CODEC && !gcmpi_compression_on(&cfg)) return NULL;
     if (comm == MPI_COMM_NULL) return NULL; /* PMPI_* reports the error */
     gcmpi_comm_state *st = gcmpi_comm_state_of(comm);
     if (!st) return NULL;
     if (skip != GCMPI_ELIGIBLE || st->skip != GCMPI_ELIGIBLE) {
-        st->stats[kind].calls_passed++;
+        const gcmpi_skip why = skip != GCMPI_ELIGIBLE ? skip : st->skip;
+        gcmpi_stats_add_passed(&st->stats[kind], why);
         if (cfg.verbose >= 3)
             fprintf(stderr, "libgcmpi: rank %d: %s on %s passed through: %s\n", st->rank,
-                    gcmpi_kind_name(kind), st->label,
-                    gcmpi_skip_reason(skip != GCMPI_ELIGIBLE ? skip : st->skip));
+                    gcmpi_kind_name(kind), st->label, gcmpi_skip_reason(why));
         return NULL;
     }
     return st;
@@ -264,19 +264,18 @@ static gcmpi_coll_ctx context_of(gcmpi_comm_state *st, gcmpi_call_stats *cs)
 static gcmpi_ef_entry *residual_of(gcmpi_comm_state *st, const gcmpi_ef_key *key,
                                    gcmpi_algo algo, gcmpi_ef_slot *slot)
 {
-    const size_t adapt = key->kind == GCMPI_KIND_ALLREDUCE
-                             ? gcmpi_adapt_slot_bytes(&cfg, (size_t)key->count)
-                             : 0;
-    if (!st->ef || (!st->residuals && adapt == 0)) {
+    const int allreduce = key->kind == GCMPI_KIND_ALLREDUCE;
+    const gcmpi_config *c = allreduce ? &cfg : &ag_cfg;
+    const int residuals = allreduce ? st->residuals : st->allgather_residuals;
+    const size_t adapt = allreduce ? gcmpi_adapt_slot_bytes(&cfg, (size_t)key->count) : 0;
+    if (!st->ef || (!residuals && adapt == 0)) {
         memset(slot, 0, sizeof *slot);
         slot->fresh = slot->adapt_fresh = 1;
         return NULL;
     }
     size_t server = 0, state = 0;
-    if (st->residuals)
-        gcmpi_coll_slot_sizes(&cfg, algo, key->count, st->size, &server, &state);
-    return gcmpi_ef_acquire(st->ef, key, st->residuals ? key->count : 0, server, state, adapt,
-                            slot);
+    if (residuals) gcmpi_coll_slot_sizes(c, algo, key->count, st->size, &server, &state);
+    return gcmpi_ef_acquire(st->ef, key, residuals ? key->count : 0, server, state, adapt, slot);
 }
 
 /* A copy for GCMPI_VERIFY; stops the job when memory runs out, because
@@ -416,9 +415,10 @@ static int allreduce_run(gcmpi_comm_state *st, MPI_Comm comm, const void *sendbu
     return rc == MPI_SUCCESS ? rc : call_failed(st, comm, "MPI_Allreduce", rc);
 }
 
-/* MPI_Allgather, compressed with the configured (static) parameters: the
- * adaptive layer adapts allreduce only (a gathered block is not a gradient
- * summed with others, and its state would have nothing to observe). */
+/* MPI_Allgather, compressed with GCMPI_ALLGATHER_CODEC and the configured
+ * (static) parameters: the adaptive layer adapts allreduce only (a
+ * gathered block is not a gradient summed with others, and its state would
+ * have nothing to observe). */
 static int allgather_run(gcmpi_comm_state *st, MPI_Comm comm, const void *sendbuf,
                          void *recvbuf, size_t count)
 {
@@ -436,6 +436,7 @@ static int allgather_run(gcmpi_comm_state *st, MPI_Comm comm, const void *sendbu
 
     gcmpi_call_stats cs = {.bytes_offered = count * sizeof(float)};
     gcmpi_coll_ctx ctx = context_of(st, &cs);
+    ctx.cfg = &ag_cfg;
     if (cfg.verbose >= 3)
         trace_call(st, GCMPI_KIND_ALLGATHER, count, GCMPI_ALGO_ALLGATHER, &slot, &cfg.params);
     int rc = gcmpi_allgather_compressed(&ctx, block, recvbuf, count, &slot);
@@ -462,7 +463,8 @@ static int allgather_run(gcmpi_comm_state *st, MPI_Comm comm, const void *sendbu
     {                                                                                    \
         gcmpi_comm_state *st = NULL;                                                     \
         if (intercepting())                                                              \
-            st = target_of(gcmpi_eligible_allreduce(&cfg, datatype, op, (int64_t)count), \
+            st = target_of(gcmpi_eligible_allreduce(&cfg, sendbuf, datatype, op,         \
+                                                    (int64_t)count),                     \
                            comm, GCMPI_KIND_ALLREDUCE);                                  \
         if (!st) return REAL(sendbuf, recvbuf, count, datatype, op, comm);               \
         return allreduce_run(st, comm, sendbuf, recvbuf, (size_t)count);                 \

@@ -30,6 +30,12 @@ void gcmpi_stats_add_call(gcmpi_stats *s, const gcmpi_call_stats *c, int failed)
     s->eg_elements += c->eg_elements;
 }
 
+void gcmpi_stats_add_passed(gcmpi_stats *s, gcmpi_skip why)
+{
+    s->calls_passed++;
+    if ((unsigned)why < GCMPI_SKIP_KINDS) s->passed_by[why]++;
+}
+
 void gcmpi_stats_add_verify(gcmpi_stats *s, double rel_err)
 {
     s->verify_calls++;
@@ -41,6 +47,7 @@ void gcmpi_stats_merge(gcmpi_stats *into, const gcmpi_stats *from)
 {
     into->calls_compressed += from->calls_compressed;
     into->calls_passed += from->calls_passed;
+    for (int k = 0; k < GCMPI_SKIP_KINDS; k++) into->passed_by[k] += from->passed_by[k];
     into->calls_failed += from->calls_failed;
     into->bytes_offered += from->bytes_offered;
     into->bytes_sent += from->bytes_sent;

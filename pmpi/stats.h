@@ -10,10 +10,12 @@
 
 #include "coll.h"
 #include "ef_store.h"
+#include "eligible.h"
 
 typedef struct gcmpi_stats {
     uint64_t calls_compressed;
     uint64_t calls_passed;      /* float sums on this communicator left to PMPI_* */
+    uint64_t passed_by[GCMPI_SKIP_KINDS]; /* calls_passed by reason (gcmpi_skip_key) */
     uint64_t calls_failed;      /* compressed calls that returned an MPI error   */
     uint64_t bytes_offered;     /* count * sizeof(float) of compressed calls     */
     uint64_t bytes_sent;        /* what the algorithms handed to PMPI_*          */
@@ -26,6 +28,8 @@ typedef struct gcmpi_stats {
 } gcmpi_stats;
 
 void gcmpi_stats_add_call(gcmpi_stats *s, const gcmpi_call_stats *call, int failed);
+/* A float sum or gather on this communicator passed through, and why. */
+void gcmpi_stats_add_passed(gcmpi_stats *s, gcmpi_skip why);
 void gcmpi_stats_add_verify(gcmpi_stats *s, double rel_err);
 /* Counters add up; maxima take the larger. */
 void gcmpi_stats_merge(gcmpi_stats *into, const gcmpi_stats *from);
