@@ -206,15 +206,25 @@ static gcmpi_comm_state *target_of(gcmpi_skip skip, MPI_Comm comm, gcmpi_kind ki
     return st;
 }
 
+static int named(const gc_codec *codec, const char *name)
+{
+    return strcmp(gc_codec_name(codec), name) == 0;
+}
+
 static int codec_is(const char *name)
 {
-    return strcmp(gc_codec_name(cfg.codec), name) == 0;
+    return named(cfg.codec, name);
 }
 
 /* Codecs whose gc_params.ratio is their setting. */
+static int uses_ratio(const gc_codec *c)
+{
+    return named(c, "topk") || named(c, "randk") || named(c, "dgc") || named(c, "topkq");
+}
+
 static int has_ratio(void)
 {
-    return codec_is("topk") || codec_is("randk") || codec_is("dgc") || codec_is("topkq");
+    return uses_ratio(cfg.codec);
 }
 
 /* GCMPI_VERBOSE=3: one line per compressed call, with the communicator's
@@ -224,12 +234,14 @@ static void trace_call(const gcmpi_comm_state *st, gcmpi_kind kind, size_t count
                        gcmpi_algo algo, const gcmpi_ef_slot *slot, const gc_params *used)
 {
     static const char *const algo_names[] = {"auto", "allgather", "rsag", "native"};
-    char setting[64] = "";
-    if (has_ratio()) snprintf(setting, sizeof setting, ", ratio %.9g", used->ratio);
-    else if (codec_is("powersgd")) snprintf(setting, sizeof setting, ", rank %u", used->rank);
+    const gc_codec *codec = kind == GCMPI_KIND_ALLGATHER ? ag_cfg.codec : cfg.codec;
+    char setting[64] = "", how[48];
+    if (uses_ratio(codec)) snprintf(setting, sizeof setting, ", ratio %.9g", used->ratio);
+    else if (named(codec, "powersgd")) snprintf(setting, sizeof setting, ", rank %u", used->rank);
+    if (kind == GCMPI_KIND_ALLGATHER) snprintf(how, sizeof how, "blocks of %s", gc_codec_name(codec));
+    else snprintf(how, sizeof how, "%s", algo_names[algo]);
     fprintf(stderr, "libgcmpi: rank %d: %s of %zu floats on %s: %s, %s, call %llu%s\n", st->rank,
-            gcmpi_kind_name(kind), count, st->label,
-            kind == GCMPI_KIND_ALLGATHER ? "blocks" : algo_names[algo],
+            gcmpi_kind_name(kind), count, st->label, how,
             !slot->residual ? "no residual" : slot->fresh ? "new residual" : "residual reused",
             (unsigned long long)st->calls, setting);
 }
