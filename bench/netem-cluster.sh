@@ -62,7 +62,8 @@ cluster_shape() { # ns dev delay
 }
 
 cluster_build() {
-  local hub="$cluster_prefix-hub" k ns hosts
+  local hub="$cluster_prefix-hub" k ns hosts boot_id
+  boot_id=$(cat /proc/sys/kernel/random/boot_id)
   cluster_dir=$(mktemp -d "${TMPDIR:-/tmp}/$cluster_prefix.XXXXXX")
   cluster_add_ns "$hub"
   ip netns exec "$hub" ip link add br0 type bridge
@@ -82,6 +83,9 @@ cluster_build() {
     # ip netns exec mounts these over /etc/hosts: every node resolves nodeK.
     mkdir -p "/etc/netns/$ns"
     printf '%s\n' "$hosts" >"/etc/netns/$ns/hosts"
+    # One boot id per node: UCX (MPICH's ch4:ucx) takes peers with the same
+    # boot id as reachable through shared memory, which would bypass the link.
+    printf '%s%04x\n' "${boot_id:0:32}" "$k" >"$cluster_dir/boot_id.node$k"
     printf 'node%d slots=%d\n' "$k" "$slots" >>"$cluster_dir/hostfile"
     printf 'node%d:%d\n' "$k" "$slots" >>"$cluster_dir/hosts-hydra"
   done
@@ -99,15 +103,17 @@ cluster_export_mpi_env() {
   local agent
   agent="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/netem-rsh"
   [ -x "$agent" ] || die "$agent not found or not executable (it belongs beside bench/netem)"
-  export GCMPI_NETEM_CLUSTER="$cluster_prefix"
+  export GCMPI_NETEM_CLUSTER="$cluster_prefix" GCMPI_NETEM_CLUSTER_DIR="$cluster_dir"
   # Open MPI: hosts and agent; ob1 with vader inside a node, tcp between.
   export OMPI_MCA_orte_default_hostfile="$cluster_dir/hostfile"
   export OMPI_MCA_plm_rsh_agent="$agent" OMPI_MCA_plm_rsh_no_tree_spawn=1
   export OMPI_MCA_rmaps_base_mapping_policy=slot
   export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp
   export OMPI_MCA_btl_tcp_if_include=eth0 OMPI_MCA_oob_tcp_if_include=eth0
-  # MPICH (hydra, ch4:ucx): the same hosts and agent; UCX on eth0 between
-  # nodes, MPICH's shared memory inside a node.
+  # MPICH (hydra, ch4:ucx): the same hosts and agent. UCX carries large
+  # messages inside a node too (measured: with UCX_TLS=self,tcp they went
+  # through the node's loopback), so it gets its shared memory, kept inside
+  # the node by the per-node boot id, and tcp on eth0 between nodes.
   export HYDRA_HOST_FILE="$cluster_dir/hosts-hydra" HYDRA_LAUNCHER=rsh HYDRA_LAUNCHER_EXEC="$agent"
   export UCX_TLS=sm,self,tcp UCX_NET_DEVICES=eth0
 }
@@ -121,8 +127,9 @@ cluster_run() { # command...
   cluster_export_mpi_env
   # In the background so a signal reaches the trap at once; stdin is passed
   # on explicitly because background jobs of a script otherwise read /dev/null.
-  ip netns exec "$cluster_prefix-node0" unshare --uts -- \
-    sh -c 'hostname node0 && exec "$@"' sh "$@" <&0 &
+  ip netns exec "$cluster_prefix-node0" unshare --uts --mount -- sh -c \
+    'hostname node0 && mount --bind "$1" /proc/sys/kernel/random/boot_id && shift && exec "$@"' \
+    sh "$cluster_dir/boot_id.node0" "$@" <&0 &
   cluster_child=$!
   local status=0
   wait "$cluster_child" || status=$?
