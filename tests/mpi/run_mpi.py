@@ -47,6 +47,9 @@ def parse_args():
                     help="lines containing TEXT must number N ('np': one per rank)")
     ap.add_argument("--stdout-is", default=None, help="exact standard output")
     ap.add_argument("--stderr-empty", action="store_true")
+    ap.add_argument("--report-fits", type=int, default=None, metavar="LINES",
+                    help="the library's stderr lines (those with 'libgcmpi') number at most "
+                         "LINES and none is wider than 80 columns")
     ap.add_argument("--json-expect", action="append", default=[], metavar="SELECTOR:EXPR",
                     help="SELECTOR 'k=v,k=v' picks one row of 'collectives' (empty: the "
                          "top level); EXPR is evaluated over its fields and np")
@@ -222,6 +225,11 @@ def check(args, rc, out, err, stats_path):
         problems.append(f"stdout is {out!r}, expected {args.stdout_is!r}")
     if args.stderr_empty and err:
         problems.append("stderr is not empty")
+    if args.report_fits is not None:
+        lines = [line for line in err.splitlines() if "libgcmpi" in line]
+        if not lines or len(lines) > args.report_fits:
+            problems.append(f"{len(lines)} libgcmpi lines on stderr, expected 1..{args.report_fits}")
+        problems += [f"line wider than 80 columns: {line!r}" for line in lines if len(line) > 80]
     if args.agree is not None:
         problems += check_agreement(args, err)
     if args.json_expect or args.timeline_expect:
