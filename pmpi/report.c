@@ -21,6 +21,7 @@
 #endif
 
 #define WARNING_LEN 768
+#define GCMPI_STATS_SCHEMA_VERSION 1 /* "schema_version" of docs/stats-schema.json */
 
 /* Rows of the same communicator label, size, collective and codec from
  * different ranks become one; ranks counts how many were merged. */
@@ -352,7 +353,10 @@ static int write_json(const char *path, const gcmpi_config *cfg, const char *mpi
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
     FILE *f = fopen(tmp, "w");
     if (!f) return -1;
-    fprintf(f, "{\n  \"library\": \"libgcmpi\",\n  \"version\": ");
+    /* docs/stats-schema.json describes every field; its version changes
+     * only when a field is removed, renamed or changes meaning. */
+    fprintf(f, "{\n  \"schema_version\": %d,\n  \"library\": \"libgcmpi\",\n  \"version\": ",
+            GCMPI_STATS_SCHEMA_VERSION);
     json_string(f, GCMPI_VERSION);
     fprintf(f, ",\n  \"build\": ");
     json_string(f, GCMPI_BUILD_INFO);

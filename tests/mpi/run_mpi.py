@@ -53,6 +53,9 @@ def parse_args():
     ap.add_argument("--json-expect", action="append", default=[], metavar="SELECTOR:EXPR",
                     help="SELECTOR 'k=v,k=v' picks one row of 'collectives' (empty: the "
                          "top level); EXPR is evaluated over its fields and np")
+    ap.add_argument("--json-schema", default=None, metavar="SCHEMA",
+                    help="the statistics JSON must be valid against SCHEMA, every field "
+                         "documented (tests/tools/check_stats_schema.py --strict)")
     ap.add_argument("--agree", default=None, metavar="REGEX",
                     help="GCMPI_VERBOSE=3 trace lines of compressed allreduces: the text "
                          "REGEX matches must be the same on every rank for the same "
@@ -232,6 +235,14 @@ def check(args, rc, out, err, stats_path):
         problems += [f"line wider than 80 columns: {line!r}" for line in lines if len(line) > 80]
     if args.agree is not None:
         problems += check_agreement(args, err)
+    if args.json_schema:
+        checker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools",
+                               "check_stats_schema.py")
+        proc = subprocess.run([sys.executable, checker, "--strict", args.json_schema, stats_path],
+                              capture_output=True, text=True)
+        print(proc.stdout + proc.stderr, end="")
+        if proc.returncode != 0:
+            problems.append(f"statistics JSON does not follow {args.json_schema}")
     if args.json_expect or args.timeline_expect:
         try:
             with open(stats_path) as f:
@@ -259,7 +270,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="gcmpi-test-") as tmp:
         env = key_values(args.env)
         stats_path = os.path.join(tmp, "stats.json")
-        if args.json_expect or args.timeline_expect:
+        if args.json_expect or args.timeline_expect or args.json_schema:
             stderr_too = "stderr" in env.get("GCMPI_STATS", "")
             env["GCMPI_STATS"] = stats_path + (",stderr" if stderr_too else "")
         cmd = job_command(args, env)
@@ -279,7 +290,8 @@ def main():
         sys.stdout.write("---- stderr ----\n" + err)
         problems = [f"timed out after {args.timeout:.0f} s (hang?)"] if timed_out else []
         problems += check(args, rc, out, err, stats_path)
-        if (args.json_expect or args.timeline_expect) and os.path.exists(stats_path):
+        if (args.json_expect or args.timeline_expect or args.json_schema) and \
+                os.path.exists(stats_path):
             with open(stats_path) as f:
                 sys.stdout.write("---- statistics ----\n" + f.read())
     for p in problems:
