@@ -70,6 +70,10 @@ commands() {
       "mpiexec.mpich -genv LD_PRELOAD $LIB -genv GCMPI_CODEC int8 -n 2 ./p" \
       --codec int8 --dry-run -- mpiexec.mpich -n 2 ./p
   fi
+  local plain
+  plain=$(LD_PRELOAD=libm.so.6 "$G" --codec int8 -- sh -c 'echo "$LD_PRELOAD $GCMPI_CODEC"')
+  [ "$plain" = "$LIB:libm.so.6 int8" ] || fail "plain command saw '$plain'"
+  echo "ok: a plain command runs with LD_PRELOAD and the settings in its environment"
   local ab
   ab=$("$G" --codec topk --ratio 0.05 --ab --ab-args '--runs 2' --dry-run -- mpirun -np 2 ./p)
   grep -qF -- "gcmpi-ab --lib $LIB --runs 2 --env 'GCMPI_CODEC=topk GCMPI_RATIO=0.05 ' -- mpirun -np 2 ./p" <<<"$ab" ||
