@@ -116,6 +116,15 @@ uint64_t gcmpi_config_hash(const gcmpi_config *cfg)
     return s.h;
 }
 
+int gcmpi_config_is_per_rank(const char *name)
+{
+    /* Keep in step with what gcmpi_config_hash leaves out. */
+    static const cfg_var per_rank[] = {CFG_STATS, CFG_VERBOSE, CFG_EF_MAX_BYTES, CFG_CONFIG};
+    for (size_t i = 0; i < sizeof per_rank / sizeof per_rank[0]; i++)
+        if (strcmp(name, gcmpi_config_names[per_rank[i]]) == 0) return 1;
+    return 0;
+}
+
 /* ---- describe ---------------------------------------------------------------------- */
 
 /* snprintf into a running buffer; the total is what would have been

@@ -101,6 +101,23 @@ uint64_t gcmpi_config_hash(const gcmpi_config *cfg);
  * Returns the length written (snprintf semantics). */
 size_t gcmpi_config_describe(const gcmpi_config *cfg, char *buf, size_t len);
 
+/* The settings a short report shows, as gcmpi_config_describe lines: every
+ * one whose value differs from the default, and those that matter for cfg
+ * (gcmpi_config_matters). Returns the length (snprintf semantics; when buf
+ * is too small it holds the lines that fit whole). */
+size_t gcmpi_config_describe_brief(const gcmpi_config *cfg, char *buf, size_t len);
+
+/* 1 if variable `name` changes what cfg does: GCMPI_CODEC always; for a
+ * compressing codec GCMPI_EF and the parameters that codec reads (topk:
+ * GCMPI_RATIO; qsgd: GCMPI_BITS, GCMPI_BUCKET, ...), and the parameters of
+ * the adaptive method chosen. 0 for every other name. */
+int gcmpi_config_matters(const gcmpi_config *cfg, const char *name);
+
+/* 1 for the variables each rank may set for itself (left out of
+ * gcmpi_config_hash): GCMPI_STATS, GCMPI_VERBOSE, GCMPI_EF_MAX_BYTES,
+ * GCMPI_CONFIG. */
+int gcmpi_config_is_per_rank(const char *name);
+
 /* What GCMPI_EF=auto means for a codec: 0 for compressors that are not
  * contractive (qsgd, terngrad, randk scaled by n/k), 1 otherwise. */
 int gcmpi_ef_auto(const gc_codec *codec, const gc_params *p);

@@ -21,6 +21,7 @@
 #endif
 
 #define WARNING_LEN 768
+#define GCMPI_STATS_SCHEMA_VERSION 1 /* "schema_version" of docs/stats-schema.json */
 
 /* Rows of the same communicator label, size, collective and codec from
  * different ranks become one; ranks counts how many were merged. */
@@ -129,59 +130,125 @@ static void passed_by_text(const gcmpi_stats_row *r, char *buf, size_t len)
     }
 }
 
+/* The MPI library's name and version: the first line of its version
+ * string up to the first comma ("Open MPI v4.1.4"), blanks collapsed. */
+static void short_mpi_version(const char *full, char *out, size_t len)
+{
+    size_t k = 0;
+    int blank = 0;
+    for (const char *c = full; *c && *c != '\n' && *c != ',' && k + 1 < len; c++) {
+        if (*c == ' ' || *c == '\t') {
+            blank = k > 0;
+            continue;
+        }
+        if (blank && k + 2 < len) out[k++] = ' ';
+        blank = 0;
+        out[k++] = *c;
+    }
+    out[k] = '\0';
+}
+
+/* "NAME=value" lines printed as words, wrapped at 80 columns. */
+static void print_settings(char *lines)
+{
+    const char *lead = "libgcmpi:", *more = "libgcmpi:  ";
+    size_t col = (size_t)fprintf(stderr, "%s", lead);
+    for (char *save = NULL, *w = strtok_r(lines, "\n", &save); w; w = strtok_r(NULL, "\n", &save)) {
+        size_t n = strlen(w);
+        if (col > strlen(more) && col + 1 + n > 80) col = (size_t)fprintf(stderr, "\n%s", more) - 1;
+        col += (size_t)fprintf(stderr, " %s", w);
+    }
+    fputc('\n', stderr);
+}
+
+/* Decimal units, as the MB of the JSON's users expect: "32.8 kB". */
+static void human_bytes(uint64_t b, char *out, size_t len)
+{
+    static const char *const units[] = {"B", "kB", "MB", "GB", "TB"};
+    double v = (double)b;
+    int u = 0;
+    while (v >= 1000.0 && u < 4) {
+        v /= 1000.0;
+        u++;
+    }
+    if (u == 0) snprintf(out, len, "%llu B", (unsigned long long)b);
+    else snprintf(out, len, "%.1f %s", v, units[u]);
+}
+
+#define ROW_FORMAT "libgcmpi: %-16s %-9s %-8s %6s %9s %9s %6s\n"
+
+/* One communicator/collective/codec: a table line, then details. */
+static void print_row(const gcmpi_stats_row *r, int nranks)
+{
+    const gcmpi_stats *s = &r->s;
+    char comm[160], calls[24], offered[24], sent[24], ratio[24];
+    if (r->comm_size == nranks) snprintf(comm, sizeof comm, "%s", r->comm);
+    else snprintf(comm, sizeof comm, "%s (%d)", r->comm, r->comm_size);
+    snprintf(calls, sizeof calls, "%llu", (unsigned long long)collective_calls(r, s->calls_compressed));
+    human_bytes(s->bytes_offered, offered, sizeof offered);
+    human_bytes(s->bytes_sent, sent, sizeof sent);
+    snprintf(ratio, sizeof ratio, "%.1fx", ratio_of(s));
+    fprintf(stderr, ROW_FORMAT, comm, gcmpi_kind_name((gcmpi_kind)r->kind), r->codec, calls,
+            offered, sent, ratio);
+    fprintf(stderr, "libgcmpi:   seconds per rank: encode %.4f, decode %.4f, communication %.4f\n",
+            per_rank(r, s->encode_s), per_rank(r, s->decode_s), per_rank(r, s->comm_s));
+    /* Calls passed through (below GCMPI_MIN_BYTES, or not chosen) and the
+     * non-zero residual counts share a line while it fits 80 columns. */
+    char passed[320] = "", resid[160] = "";
+    if (s->calls_passed) {
+        char why[256];
+        passed_by_text(r, why, sizeof why);
+        snprintf(passed, sizeof passed, " %llu passed through%s%s%s",
+                 (unsigned long long)collective_calls(r, s->calls_passed), why[0] ? " (" : "", why,
+                 why[0] ? ")" : "");
+    }
+    const struct { const char *name; uint64_t n; } ef[] = {
+        {"new", s->ef.created}, {"reused", s->ef.reused},
+        {"evicted", s->ef.evicted}, {"missed", s->ef.missed}};
+    for (size_t k = 0, at = 0; k < sizeof ef / sizeof ef[0]; k++) {
+        if (!ef[k].n || at >= sizeof resid) continue;
+        int w = snprintf(resid + at, sizeof resid - at, "%s %llu %s", at ? "," : " residuals:",
+                         (unsigned long long)ef[k].n, ef[k].name);
+        if (w > 0) at += (size_t)w;
+    }
+    const char *lead = "libgcmpi:  ";
+    if (passed[0] && resid[0] && strlen(lead) + strlen(passed) + 1 + strlen(resid) <= 80)
+        fprintf(stderr, "%s%s;%s\n", lead, passed, resid);
+    else {
+        if (passed[0]) fprintf(stderr, "%s%s\n", lead, passed);
+        if (resid[0]) fprintf(stderr, "%s%s\n", lead, resid);
+    }
+    if (s->verify_calls)
+        fprintf(stderr, "libgcmpi:   verify: relative error mean %.2e, max %.2e\n",
+                s->verify_err_sum / (double)s->verify_calls, s->verify_err_max);
+    if (s->eg_elements)
+        fprintf(stderr, "libgcmpi:   eg: %.3f bits per element\n",
+                s->eg_code_bits / (double)s->eg_elements);
+}
+
+/* GCMPI_STATS=stderr, at a glance (README "Statistics"): a header, the
+ * settings that matter (every setting with GCMPI_VERBOSE >= 1), a table
+ * line and details per row, the pass-through count. Lines fit 80 columns
+ * unless a communicator name is long; bytes and residual counts are summed
+ * over ranks. */
 static void print_table(const gcmpi_config *cfg, const char *mpi_version, int nranks,
                         const gcmpi_stats_row *rows, size_t n, uint64_t other)
 {
-    char desc[4096];
-    gcmpi_config_describe(cfg, desc, sizeof desc);
-    fprintf(stderr, "libgcmpi %s report: %d ranks; %s; build: %s\n", GCMPI_VERSION, nranks,
-            mpi_version, GCMPI_BUILD_INFO);
-    fprintf(stderr, "libgcmpi: configuration:\n");
-    for (char *save = NULL, *line = strtok_r(desc, "\n", &save); line;
-         line = strtok_r(NULL, "\n", &save))
-        fprintf(stderr, "libgcmpi:   %s\n", line);
-    fprintf(stderr,
-            "libgcmpi: %-24s %5s %-9s %-8s %7s %7s %10s %10s %7s %8s %8s %8s  %-28s %-19s %s\n",
-            "communicator", "size", "coll", "codec", "calls", "passed", "offered MB",
-            "sent MB", "ratio", "encode s", "decode s", "comm s",
-            "EF created/reused/evict/miss", "verify err mean/max", "eg bits/el");
-    for (size_t i = 0; i < n; i++) {
-        const gcmpi_stats_row *r = &rows[i];
-        const gcmpi_stats *s = &r->s;
-        char ef[64], verify[40], eg[24];
-        snprintf(ef, sizeof ef, "%llu/%llu/%llu/%llu", (unsigned long long)s->ef.created,
-                 (unsigned long long)s->ef.reused, (unsigned long long)s->ef.evicted,
-                 (unsigned long long)s->ef.missed);
-        if (s->verify_calls)
-            snprintf(verify, sizeof verify, "%.2e/%.2e",
-                     s->verify_err_sum / (double)s->verify_calls, s->verify_err_max);
-        else
-            snprintf(verify, sizeof verify, "-");
-        if (s->eg_elements)
-            snprintf(eg, sizeof eg, "%.3f", s->eg_code_bits / (double)s->eg_elements);
-        else
-            snprintf(eg, sizeof eg, "-");
-        fprintf(stderr,
-                "libgcmpi: %-24s %5d %-9s %-8s %7llu %7llu %10.2f %10.2f %6.1fx %8.4f %8.4f "
-                "%8.4f  %-28s %-19s %s\n",
-                r->comm, r->comm_size, gcmpi_kind_name((gcmpi_kind)r->kind), r->codec,
-                (unsigned long long)collective_calls(r, s->calls_compressed),
-                (unsigned long long)collective_calls(r, s->calls_passed),
-                (double)s->bytes_offered / 1e6, (double)s->bytes_sent / 1e6, ratio_of(s),
-                per_rank(r, s->encode_s), per_rank(r, s->decode_s), per_rank(r, s->comm_s), ef,
-                verify, eg);
+    char mpi[96], desc[8192];
+    short_mpi_version(mpi_version, mpi, sizeof mpi);
+    fprintf(stderr, "libgcmpi %s report: %d ranks, %s\n", GCMPI_VERSION, nranks, mpi);
+    if (cfg->verbose >= 1) {
+        fprintf(stderr, "libgcmpi: build: %s\n", GCMPI_BUILD_INFO);
+        gcmpi_config_describe(cfg, desc, sizeof desc);
+    } else {
+        gcmpi_config_describe_brief(cfg, desc, sizeof desc);
     }
-    for (size_t i = 0; i < n; i++) {
-        char why[256];
-        passed_by_text(&rows[i], why, sizeof why);
-        if (why[0])
-            fprintf(stderr, "libgcmpi: passed through on %s (%s, %s): %s\n", rows[i].comm,
-                    gcmpi_kind_name((gcmpi_kind)rows[i].kind), rows[i].codec, why);
-    }
+    print_settings(desc);
+    if (n) fprintf(stderr, ROW_FORMAT, "communicator", "call", "codec", "calls", "offered", "sent",
+                   "ratio");
+    for (size_t i = 0; i < n; i++) print_row(&rows[i], nranks);
     if (n == 0) fprintf(stderr, "libgcmpi: no float sums were intercepted\n");
-    fprintf(stderr,
-            "libgcmpi: (bytes and EF counts summed over ranks, seconds per rank; %llu calls "
-            "that were not float sums passed through untouched)\n",
+    fprintf(stderr, "libgcmpi: %llu calls that were not float sums passed through untouched\n",
             (unsigned long long)other);
 }
 
@@ -330,7 +397,10 @@ static int write_json(const char *path, const gcmpi_config *cfg, const char *mpi
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
     FILE *f = fopen(tmp, "w");
     if (!f) return -1;
-    fprintf(f, "{\n  \"library\": \"libgcmpi\",\n  \"version\": ");
+    /* docs/stats-schema.json describes every field; its version changes
+     * only when a field is removed, renamed or changes meaning. */
+    fprintf(f, "{\n  \"schema_version\": %d,\n  \"library\": \"libgcmpi\",\n  \"version\": ",
+            GCMPI_STATS_SCHEMA_VERSION);
     json_string(f, GCMPI_VERSION);
     fprintf(f, ",\n  \"build\": ");
     json_string(f, GCMPI_BUILD_INFO);

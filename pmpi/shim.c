@@ -20,6 +20,7 @@
 #include "ef_store.h"
 #include "eligible.h"
 #include "gcmpi_config.h"
+#include "init_check.h"
 #include "report.h"
 #include "stats.h"
 
@@ -92,6 +93,10 @@ static void start(int thread_level)
     /* One MPI_MAX tells every rank whether any configuration is invalid and
      * the smallest and largest hash (max of ~h is ~min h). The program has
      * no message in flight inside MPI_Init, so MPI_COMM_WORLD is safe. */
+    /* Rank 0 writes the statistics: a path it cannot write stops the job
+     * now, not after it ran. */
+    if (res.ok && rank == 0 && gcmpi_stats_path_check(&cfg, res.error, sizeof res.error) != 0)
+        res.ok = 0;
     uint64_t hash = res.ok ? gcmpi_config_hash(&cfg) : 0;
     uint64_t agree[3] = {res.ok ? 0u : 1u, hash, ~hash};
     PMPI_Allreduce(MPI_IN_PLACE, agree, 3, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
@@ -106,12 +111,7 @@ static void start(int thread_level)
         stop_job();
     }
     if (agree[1] != ~agree[2]) {
-        char desc[4096];
-        describe_one_line(desc, sizeof desc);
-        fprintf(stderr,
-                "libgcmpi: the GCMPI_* settings differ between ranks; every rank must use the "
-                "same. Rank %d has: %s\n",
-                rank, desc);
+        gcmpi_explain_mismatch(&cfg, MPI_COMM_WORLD);
         stop_job();
     }
     if (rank == 0)

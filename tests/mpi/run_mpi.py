@@ -47,9 +47,15 @@ def parse_args():
                     help="lines containing TEXT must number N ('np': one per rank)")
     ap.add_argument("--stdout-is", default=None, help="exact standard output")
     ap.add_argument("--stderr-empty", action="store_true")
+    ap.add_argument("--report-fits", type=int, default=None, metavar="LINES",
+                    help="the library's stderr lines (those with 'libgcmpi') number at most "
+                         "LINES and none is wider than 80 columns")
     ap.add_argument("--json-expect", action="append", default=[], metavar="SELECTOR:EXPR",
                     help="SELECTOR 'k=v,k=v' picks one row of 'collectives' (empty: the "
                          "top level); EXPR is evaluated over its fields and np")
+    ap.add_argument("--json-schema", default=None, metavar="SCHEMA",
+                    help="the statistics JSON must be valid against SCHEMA, every field "
+                         "documented (tests/tools/check_stats_schema.py --strict)")
     ap.add_argument("--agree", default=None, metavar="REGEX",
                     help="GCMPI_VERBOSE=3 trace lines of compressed allreduces: the text "
                          "REGEX matches must be the same on every rank for the same "
@@ -222,8 +228,21 @@ def check(args, rc, out, err, stats_path):
         problems.append(f"stdout is {out!r}, expected {args.stdout_is!r}")
     if args.stderr_empty and err:
         problems.append("stderr is not empty")
+    if args.report_fits is not None:
+        lines = [line for line in err.splitlines() if "libgcmpi" in line]
+        if not lines or len(lines) > args.report_fits:
+            problems.append(f"{len(lines)} libgcmpi lines on stderr, expected 1..{args.report_fits}")
+        problems += [f"line wider than 80 columns: {line!r}" for line in lines if len(line) > 80]
     if args.agree is not None:
         problems += check_agreement(args, err)
+    if args.json_schema:
+        checker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools",
+                               "check_stats_schema.py")
+        proc = subprocess.run([sys.executable, checker, "--strict", args.json_schema, stats_path],
+                              capture_output=True, text=True)
+        print(proc.stdout + proc.stderr, end="")
+        if proc.returncode != 0:
+            problems.append(f"statistics JSON does not follow {args.json_schema}")
     if args.json_expect or args.timeline_expect:
         try:
             with open(stats_path) as f:
@@ -251,7 +270,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="gcmpi-test-") as tmp:
         env = key_values(args.env)
         stats_path = os.path.join(tmp, "stats.json")
-        if args.json_expect or args.timeline_expect:
+        if args.json_expect or args.timeline_expect or args.json_schema:
             stderr_too = "stderr" in env.get("GCMPI_STATS", "")
             env["GCMPI_STATS"] = stats_path + (",stderr" if stderr_too else "")
         cmd = job_command(args, env)
@@ -271,7 +290,8 @@ def main():
         sys.stdout.write("---- stderr ----\n" + err)
         problems = [f"timed out after {args.timeout:.0f} s (hang?)"] if timed_out else []
         problems += check(args, rc, out, err, stats_path)
-        if (args.json_expect or args.timeline_expect) and os.path.exists(stats_path):
+        if (args.json_expect or args.timeline_expect or args.json_schema) and \
+                os.path.exists(stats_path):
             with open(stats_path) as f:
                 sys.stdout.write("---- statistics ----\n" + f.read())
     for p in problems:
