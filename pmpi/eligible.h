@@ -74,6 +74,12 @@ const char *gcmpi_skip_reason(gcmpi_skip skip);
  * (gcmpi_skip_counted); NULL for the others. */
 const char *gcmpi_skip_key(gcmpi_skip skip);
 
+/* The reasons counted per communicator, in the order a call is checked
+ * (the call's own reasons first, then its communicator's): the order of
+ * the report and of README. */
+#define GCMPI_PASSED_REASONS 7
+extern const gcmpi_skip gcmpi_passed_reasons[GCMPI_PASSED_REASONS];
+
 /* Whether a call passed through for this reason is a float sum or gather
  * the library could have compressed, counted per communicator in
  * passed_by; the others (datatype, op, negative count) are counted once
