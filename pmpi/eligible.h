@@ -51,7 +51,8 @@ int gcmpi_compression_on(const gcmpi_config *cfg);
  * order of the gcmpi_skip values a call can get: datatype, op, disabled,
  * codec none, count, GCMPI_MIN_BYTES, GCMPI_MAX_BYTES, GCMPI_EXACT_COUNTS,
  * GCMPI_IN_PLACE_ONLY. MPI requires MPI_IN_PLACE at all ranks or at none
- * (MPI-4.0, 6.9.6), so the in-place rule is the same decision everywhere. */
+ * (MPI-4.0 6.9.6; the same for allgather, 6.7), so the in-place rule is
+ * the same decision everywhere. */
 gcmpi_skip gcmpi_eligible_allreduce(const gcmpi_config *cfg, const void *sendbuf,
                                     MPI_Datatype datatype, MPI_Op op, int64_t count);
 
