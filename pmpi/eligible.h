@@ -51,7 +51,8 @@ int gcmpi_compression_on(const gcmpi_config *cfg);
  * order of the gcmpi_skip values a call can get: datatype, op, disabled,
  * codec none, count, GCMPI_MIN_BYTES, GCMPI_MAX_BYTES, GCMPI_EXACT_COUNTS,
  * GCMPI_IN_PLACE_ONLY. MPI requires MPI_IN_PLACE at all ranks or at none
- * (MPI-4.0, 6.9.6), so the in-place rule is the same decision everywhere. */
+ * (MPI-4.0 6.9.6; the same for allgather, 6.7), so the in-place rule is
+ * the same decision everywhere. */
 gcmpi_skip gcmpi_eligible_allreduce(const gcmpi_config *cfg, const void *sendbuf,
                                     MPI_Datatype datatype, MPI_Op op, int64_t count);
 
@@ -73,6 +74,12 @@ const char *gcmpi_skip_reason(gcmpi_skip skip);
  * (passed_by), for the reasons counted per communicator
  * (gcmpi_skip_counted); NULL for the others. */
 const char *gcmpi_skip_key(gcmpi_skip skip);
+
+/* The reasons counted per communicator, in the order a call is checked
+ * (the call's own reasons first, then its communicator's): the order of
+ * the report and of README. */
+#define GCMPI_PASSED_REASONS 7
+extern const gcmpi_skip gcmpi_passed_reasons[GCMPI_PASSED_REASONS];
 
 /* Whether a call passed through for this reason is a float sum or gather
  * the library could have compressed, counted per communicator in

@@ -120,9 +120,10 @@ static void passed_by_text(const gcmpi_stats_row *r, char *buf, size_t len)
 {
     size_t at = 0;
     buf[0] = '\0';
-    for (int k = 0; k < GCMPI_SKIP_KINDS && at < len; k++) {
-        const char *key = gcmpi_skip_key((gcmpi_skip)k);
-        if (!key || !r->s.passed_by[k]) continue;
+    for (int i = 0; i < GCMPI_PASSED_REASONS && at < len; i++) {
+        const gcmpi_skip k = gcmpi_passed_reasons[i];
+        const char *key = gcmpi_skip_key(k);
+        if (!r->s.passed_by[k]) continue;
         int n = snprintf(buf + at, len - at, "%s%s %llu", at ? ", " : "", key,
                          (unsigned long long)collective_calls(r, r->s.passed_by[k]));
         if (n < 0) break;
@@ -378,13 +379,10 @@ static void print_adaptive(const gcmpi_config *cfg, const gcmpi_stats_row *rows,
 static void json_passed_by(FILE *f, const gcmpi_stats_row *r)
 {
     fprintf(f, ",\n     \"passed_by\": {");
-    int first = 1;
-    for (int k = 0; k < GCMPI_SKIP_KINDS; k++) {
-        const char *key = gcmpi_skip_key((gcmpi_skip)k);
-        if (!key) continue;
-        fprintf(f, "%s\"%s\": %llu", first ? "" : ", ", key,
+    for (int i = 0; i < GCMPI_PASSED_REASONS; i++) {
+        const gcmpi_skip k = gcmpi_passed_reasons[i];
+        fprintf(f, "%s\"%s\": %llu", i ? ", " : "", gcmpi_skip_key(k),
                 (unsigned long long)collective_calls(r, r->s.passed_by[k]));
-        first = 0;
     }
     fprintf(f, "}}");
 }

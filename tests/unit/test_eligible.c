@@ -156,6 +156,12 @@ Test(keys, every_counted_reason_has_its_own_statistics_key)
         for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) found += strcmp(key, want[i]) == 0;
     }
     cr_assert_eq(found, sizeof want / sizeof want[0]);
+    /* The report lists them in the order a call is checked. */
+    cr_assert_eq(GCMPI_PASSED_REASONS, sizeof want / sizeof want[0]);
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        cr_assert_str_eq(gcmpi_skip_key(gcmpi_passed_reasons[i]), want[i]);
+        cr_assert(gcmpi_skip_counted(gcmpi_passed_reasons[i]));
+    }
     cr_assert_null(gcmpi_skip_key(GCMPI_ELIGIBLE));
     cr_assert_null(gcmpi_skip_key(GCMPI_SKIP_DATATYPE));
     cr_assert_null(gcmpi_skip_key(GCMPI_SKIP_DISABLED));
