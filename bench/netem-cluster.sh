@@ -15,7 +15,7 @@
 # reaches the other nodes through bench/netem-rsh, which it finds in the
 # environment together with a hosts file of Q lines of S slots each.
 #
-# Expects from bench/netem: nodes, slots, rate, burst, delay, verbose, prog,
+# Expects from bench/netem: nodes, slots, rate, rate_bits, burst, delay, verbose, prog,
 # die(). Uses the names cluster_*.
 
 cluster_prefix="gcmpi-netem-$$"
@@ -23,9 +23,30 @@ cluster_dir=""
 cluster_made=()
 cluster_child=""
 
+# Bytes that left through the token bucket on DEV in namespace NS.
+cluster_link_bytes() { # ns dev
+  ip netns exec "$1" tc -s qdisc show dev "$2" 2>/dev/null |
+    awk '$1 == "qdisc" && $2 == "tbf" { t = 1 } t && $1 == "Sent" { print $2; exit }'
+}
+
+# With --verbose: what each node's link carried, to compare a job's time
+# with what the link needs for it.
+cluster_report_links() {
+  local k sent recv
+  for ((k = 0; k < nodes; k++)); do
+    sent=$(cluster_link_bytes "$cluster_prefix-node$k" eth0)
+    recv=$(cluster_link_bytes "$cluster_prefix-hub" "n$k")
+    [ -n "$sent" ] && [ -n "$recv" ] || continue
+    awk -v k="$k" -v s="$sent" -v r="$recv" -v b="$rate_bits" -v p="$prog" 'BEGIN {
+      printf "%s: node%d link: sent %d bytes (%.3f s at the rate), received %d bytes (%.3f s)\n",
+        p, k, s, s * 8 / b, r, r * 8 / b }' >&2
+  done
+}
+
 # Removes what this run made, whatever state it got to; processes still in
 # its namespaces (a launcher's daemons after a signal) are ended first.
 cluster_cleanup() {
+  if [ "$verbose" = 1 ] && [ ${#cluster_made[@]} -gt "$nodes" ]; then cluster_report_links; fi
   if [ -n "$cluster_child" ] && kill -0 "$cluster_child" 2>/dev/null; then
     kill -TERM "$cluster_child" 2>/dev/null || true
     wait "$cluster_child" 2>/dev/null || true
