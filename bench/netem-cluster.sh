@@ -124,7 +124,7 @@ cluster_export_mpi_env() {
   local agent
   agent="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/netem-rsh"
   [ -x "$agent" ] || die "$agent not found or not executable (it belongs beside bench/netem)"
-  export GCMPI_NETEM_CLUSTER="$cluster_prefix" GCMPI_NETEM_CLUSTER_DIR="$cluster_dir"
+  export NETEM_CLUSTER_PREFIX="$cluster_prefix" NETEM_CLUSTER_DIR="$cluster_dir"
   # Open MPI: hosts and agent; ob1 with vader inside a node, tcp between.
   export OMPI_MCA_orte_default_hostfile="$cluster_dir/hostfile"
   export OMPI_MCA_plm_rsh_agent="$agent" OMPI_MCA_plm_rsh_no_tree_spawn=1
