@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2154  # nodes, rate ... are bench/netem's
 # netem-cluster.sh — the emulated cluster of `bench/netem --nodes Q`, sourced
 # by bench/netem (which has parsed and checked the options).
 #
@@ -148,6 +148,7 @@ cluster_run() { # command...
   cluster_export_mpi_env
   # In the background so a signal reaches the trap at once; stdin is passed
   # on explicitly because background jobs of a script otherwise read /dev/null.
+  # shellcheck disable=SC2016  # expanded by the inner sh
   ip netns exec "$cluster_prefix-node0" unshare --uts --mount -- sh -c \
     'hostname node0 && mount --bind "$1" /proc/sys/kernel/random/boot_id && shift && exec "$@"' \
     sh "$cluster_dir/boot_id.node0" "$@" <&0 &
