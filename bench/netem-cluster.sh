@@ -66,8 +66,15 @@ cluster_cleanup() {
 cluster_add_ns() { # name
   local err
   err=$(ip netns add "$1" 2>&1) ||
-    die "cannot create network namespace $1: $err (does this kernel or container allow network namespaces?)"
+    die "cannot create network namespace $1: $err (left from an earlier run? see README on stale namespaces; or this kernel or container does not allow network namespaces)"
   cluster_made+=("$1")
+}
+
+# Runs `ip ARGS...` in namespace NS; stops with WHAT failed and why.
+cluster_ip() { # ns what args...
+  local ns=$1 what=$2 err
+  shift 2
+  err=$(ip netns exec "$ns" ip "$@" 2>&1) || die "cannot $what: $err"
 }
 
 # Token bucket at RATE on DEV's egress in namespace NS, netem delay under it
@@ -87,17 +94,18 @@ cluster_build() {
   boot_id=$(cat /proc/sys/kernel/random/boot_id)
   cluster_dir=$(mktemp -d "${TMPDIR:-/tmp}/$cluster_prefix.XXXXXX")
   cluster_add_ns "$hub"
-  ip netns exec "$hub" ip link add br0 type bridge
-  ip netns exec "$hub" ip link set br0 up
+  cluster_ip "$hub" "create the switch (a bridge; kernel module bridge)" link add br0 type bridge
+  cluster_ip "$hub" "bring the switch up" link set br0 up
   hosts=$(printf '127.0.0.1 localhost\n'; for ((k = 0; k < nodes; k++)); do printf '10.77.0.%d node%d\n' $((k + 1)) "$k"; done)
   for ((k = 0; k < nodes; k++)); do
     ns="$cluster_prefix-node$k"
     cluster_add_ns "$ns"
-    ip netns exec "$hub" ip link add "n$k" type veth peer name eth0 netns "$ns"
-    ip netns exec "$hub" ip link set "n$k" master br0 up
-    ip netns exec "$ns" ip link set lo up
-    ip netns exec "$ns" ip addr add "10.77.0.$((k + 1))/24" dev eth0
-    ip netns exec "$ns" ip link set eth0 up
+    cluster_ip "$hub" "create node$k's link (a veth pair; kernel module veth)" \
+      link add "n$k" type veth peer name eth0 netns "$ns"
+    cluster_ip "$hub" "plug node$k's link into the switch" link set "n$k" master br0 up
+    cluster_ip "$ns" "bring node$k's loopback up" link set lo up
+    cluster_ip "$ns" "give node$k its address" addr add "10.77.0.$((k + 1))/24" dev eth0
+    cluster_ip "$ns" "bring node$k's link up" link set eth0 up
     # Delay once per crossing (on the sender's side): one way T, round trip 2T.
     cluster_shape "$ns" eth0 "$delay"
     cluster_shape "$hub" "n$k" ""
