@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2154  # nodes, rate ... are bench/netem's
 # netem-cluster.sh — the emulated cluster of `bench/netem --nodes Q`, sourced
 # by bench/netem (which has parsed and checked the options).
 #
@@ -15,7 +15,7 @@
 # reaches the other nodes through bench/netem-rsh, which it finds in the
 # environment together with a hosts file of Q lines of S slots each.
 #
-# Expects from bench/netem: nodes, slots, rate, burst, delay, verbose, prog,
+# Expects from bench/netem: nodes, slots, rate, rate_bits, burst, delay, verbose, prog,
 # die(). Uses the names cluster_*.
 
 cluster_prefix="gcmpi-netem-$$"
@@ -23,9 +23,30 @@ cluster_dir=""
 cluster_made=()
 cluster_child=""
 
+# Bytes that left through the token bucket on DEV in namespace NS.
+cluster_link_bytes() { # ns dev
+  ip netns exec "$1" tc -s qdisc show dev "$2" 2>/dev/null |
+    awk '$1 == "qdisc" && $2 == "tbf" { t = 1 } t && $1 == "Sent" { print $2; exit }'
+}
+
+# With --verbose: what each node's link carried, to compare a job's time
+# with what the link needs for it.
+cluster_report_links() {
+  local k sent recv
+  for ((k = 0; k < nodes; k++)); do
+    sent=$(cluster_link_bytes "$cluster_prefix-node$k" eth0)
+    recv=$(cluster_link_bytes "$cluster_prefix-hub" "n$k")
+    [ -n "$sent" ] && [ -n "$recv" ] || continue
+    awk -v k="$k" -v s="$sent" -v r="$recv" -v b="$rate_bits" -v p="$prog" 'BEGIN {
+      printf "%s: node%d link: sent %d bytes (%.3f s at the rate), received %d bytes (%.3f s)\n",
+        p, k, s, s * 8 / b, r, r * 8 / b }' >&2
+  done
+}
+
 # Removes what this run made, whatever state it got to; processes still in
 # its namespaces (a launcher's daemons after a signal) are ended first.
 cluster_cleanup() {
+  if [ "$verbose" = 1 ] && [ ${#cluster_made[@]} -gt "$nodes" ]; then cluster_report_links; fi
   if [ -n "$cluster_child" ] && kill -0 "$cluster_child" 2>/dev/null; then
     kill -TERM "$cluster_child" 2>/dev/null || true
     wait "$cluster_child" 2>/dev/null || true
@@ -45,8 +66,15 @@ cluster_cleanup() {
 cluster_add_ns() { # name
   local err
   err=$(ip netns add "$1" 2>&1) ||
-    die "cannot create network namespace $1: $err (does this kernel or container allow network namespaces?)"
+    die "cannot create network namespace $1: $err (left from an earlier run? see README on stale namespaces; or this kernel or container does not allow network namespaces)"
   cluster_made+=("$1")
+}
+
+# Runs `ip ARGS...` in namespace NS; stops with WHAT failed and why.
+cluster_ip() { # ns what args...
+  local ns=$1 what=$2 err
+  shift 2
+  err=$(ip netns exec "$ns" ip "$@" 2>&1) || die "cannot $what: $err"
 }
 
 # Token bucket at RATE on DEV's egress in namespace NS, netem delay under it
@@ -66,17 +94,18 @@ cluster_build() {
   boot_id=$(cat /proc/sys/kernel/random/boot_id)
   cluster_dir=$(mktemp -d "${TMPDIR:-/tmp}/$cluster_prefix.XXXXXX")
   cluster_add_ns "$hub"
-  ip netns exec "$hub" ip link add br0 type bridge
-  ip netns exec "$hub" ip link set br0 up
+  cluster_ip "$hub" "create the switch (a bridge; kernel module bridge)" link add br0 type bridge
+  cluster_ip "$hub" "bring the switch up" link set br0 up
   hosts=$(printf '127.0.0.1 localhost\n'; for ((k = 0; k < nodes; k++)); do printf '10.77.0.%d node%d\n' $((k + 1)) "$k"; done)
   for ((k = 0; k < nodes; k++)); do
     ns="$cluster_prefix-node$k"
     cluster_add_ns "$ns"
-    ip netns exec "$hub" ip link add "n$k" type veth peer name eth0 netns "$ns"
-    ip netns exec "$hub" ip link set "n$k" master br0 up
-    ip netns exec "$ns" ip link set lo up
-    ip netns exec "$ns" ip addr add "10.77.0.$((k + 1))/24" dev eth0
-    ip netns exec "$ns" ip link set eth0 up
+    cluster_ip "$hub" "create node$k's link (a veth pair; kernel module veth)" \
+      link add "n$k" type veth peer name eth0 netns "$ns"
+    cluster_ip "$hub" "plug node$k's link into the switch" link set "n$k" master br0 up
+    cluster_ip "$ns" "bring node$k's loopback up" link set lo up
+    cluster_ip "$ns" "give node$k its address" addr add "10.77.0.$((k + 1))/24" dev eth0
+    cluster_ip "$ns" "bring node$k's link up" link set eth0 up
     # Delay once per crossing (on the sender's side): one way T, round trip 2T.
     cluster_shape "$ns" eth0 "$delay"
     cluster_shape "$hub" "n$k" ""
@@ -103,7 +132,7 @@ cluster_export_mpi_env() {
   local agent
   agent="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/netem-rsh"
   [ -x "$agent" ] || die "$agent not found or not executable (it belongs beside bench/netem)"
-  export GCMPI_NETEM_CLUSTER="$cluster_prefix" GCMPI_NETEM_CLUSTER_DIR="$cluster_dir"
+  export NETEM_CLUSTER_PREFIX="$cluster_prefix" NETEM_CLUSTER_DIR="$cluster_dir"
   # Open MPI: hosts and agent; ob1 with vader inside a node, tcp between.
   export OMPI_MCA_orte_default_hostfile="$cluster_dir/hostfile"
   export OMPI_MCA_plm_rsh_agent="$agent" OMPI_MCA_plm_rsh_no_tree_spawn=1
@@ -127,6 +156,7 @@ cluster_run() { # command...
   cluster_export_mpi_env
   # In the background so a signal reaches the trap at once; stdin is passed
   # on explicitly because background jobs of a script otherwise read /dev/null.
+  # shellcheck disable=SC2016  # expanded by the inner sh
   ip netns exec "$cluster_prefix-node0" unshare --uts --mount -- sh -c \
     'hostname node0 && mount --bind "$1" /proc/sys/kernel/random/boot_id && shift && exec "$@"' \
     sh "$cluster_dir/boot_id.node0" "$@" <&0 &

@@ -83,5 +83,18 @@ class Environment(unittest.TestCase):
         self.assertEqual(ab.arm_b_command(["./app", "x"], None, {"A": "1"}), ["./app", "x"])
 
 
+class Netem(unittest.TestCase):
+    def test_netem_nodes_asks_netem_for_an_emulated_cluster(self):
+        args = ab.parse_args(["--netem", "1gbit", "--netem-nodes", "2", "--env", "A=1",
+                              "--", "mpirun", "-np", "4", "./app"])
+        cmd = ab.wrap_netem(args.command, args)
+        self.assertEqual(os.path.basename(cmd[0]), "netem")
+        self.assertEqual(cmd[1:], ["--nodes", "2", "1gbit", "--", "mpirun", "-np", "4", "./app"])
+
+    def test_netem_nodes_without_a_rate_is_refused(self):
+        with self.assertRaises(ab.UsageError):
+            ab.parse_args(["--netem-nodes", "2", "--env", "A=1", "--", "./app"])
+
+
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1], verbosity=2)

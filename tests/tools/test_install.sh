@@ -35,6 +35,9 @@ libdir=$(dirname "$lib")
 [ -f "$libdir/pkgconfig/gcmpi_codec.pc" ] || fail "gcmpi_codec.pc is not installed"
 [ -f "$staged/include/gcmpi_codec.h" ] || fail "gcmpi_codec.h is not installed"
 [ -f "$staged/share/doc/libgcmpi/stats-schema.json" ] || fail "the stats schema is not installed"
+for part in netem-cluster.sh netem-rsh; do
+  [ -x "$staged/libexec/libgcmpi/$part" ] || fail "libexec/libgcmpi/$part (gcmpi-netem --nodes) is not installed"
+done
 for tool in gcmpirun gcmpi-config gcmpi-ab gcmpi-netem gcmpi-codec-bench gcmpi-coll-bench \
             gcmpi-overhead-bench gcmpi-train; do
   "$staged/bin/$tool" --help >/dev/null 2>&1 || fail "$tool --help failed"

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # bench/netem --nodes: a 2-node x 2-rank job runs and sums right; the
 # shared-memory split sees 2 nodes, node by node, one hostname each; traffic
-# between the nodes is shaped (an 8 MiB allreduce between one rank of each
-# node takes at least 70% of what the 100 Mbit/s link needs to bring 8 MiB to
-# a rank, 0.67 s) and traffic inside a node is not (an allreduce among the
-# ranks of a node takes less than half of that). Nothing is left behind after
+# between the nodes is shaped (a 4 MiB message from node0 to node1, and a
+# 4 MiB allreduce between one rank of each node, take at least 70% of the
+# 1.34 s the 25 Mbit/s link needs to bring 4 MiB to a rank) and traffic
+# inside a node is not (an allreduce among the ranks of a node takes less
+# than half of that). Nothing is left behind after
 # a normal exit nor after SIGTERM in the middle of a job; bad values are
 # refused.
 . "$(dirname "$0")/common.sh"
@@ -25,7 +26,7 @@ assert_gone() { # prefix
 }
 
 # Placement, correctness and shaping, seen from inside the job.
-out=$("$NETEM" --verbose --nodes 2 100mbit -- "$MPIRUN" -np 4 "$NODE_PROBE" --count $((2 * 1024 * 1024)) --iters 2 \
+out=$("$NETEM" --verbose --nodes 2 25mbit -- "$MPIRUN" -np 4 "$NODE_PROBE" --count $((1024 * 1024)) --iters 2 \
   2>"$WORK/err") || { cat "$WORK/err" >&2; fail "node_probe failed in a 2 x 2 cluster"; }
 echo "$out"
 grep -q '^node=0 host=node0 ranks=0-1$' <<<"$out" && grep -q '^node=1 host=node1 ranks=2-3$' <<<"$out" ||
@@ -34,9 +35,10 @@ grep -q '^node=0 host=node0 ranks=0-1$' <<<"$out" && grep -q '^node=1 host=node1
   fail "MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) does not see 2 nodes of 2 ranks"
 [ "$(field "$out" block)" = 1 ] && [ "$(field "$out" hosts_ok)" = 1 ] || fail "nodes and hostnames disagree"
 [ "$(field "$out" metric)" = 1.5000 ] || fail "wrong sums inside or between nodes"
-awk -v intra="$(field "$out" intra_seconds)" -v inter="$(field "$out" inter_seconds)" 'BEGIN {
-  need = 2 * 1024 * 1024 * 4 * 8 / 100e6
-  if (inter < 0.7 * need) { print "FAIL: between nodes faster than the link allows"; exit 1 }
+awk -v intra="$(field "$out" intra_seconds)" -v inter="$(field "$out" inter_seconds)" \
+  -v send="$(field "$out" send_seconds)" 'BEGIN {
+  need = 1024 * 1024 * 4 * 8 / 25e6
+  if (send < 0.7 * need || inter < 0.7 * need) { print "FAIL: between nodes faster than the link allows"; exit 1 }
   if (intra > 0.5 * need) { print "FAIL: inside a node as slow as the link: shaped?"; exit 1 }
 }' || exit 1
 assert_gone "$(prefix_of "$WORK/err")"
