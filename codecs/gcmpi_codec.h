@@ -218,6 +218,26 @@ GC_API size_t gc_encode_momentum(const gc_codec *c, const float *g, float *u,
                                  const gc_params *p, uint64_t seed, void *dst,
                                  size_t cap, gc_workspace *ws);
 
+/* Transparent momentum correction (libgcmpi's GCMPI_MOMENTUM), the two
+ * steps around a compressed sum for an application whose own optimizer
+ * applies momentum beta (m = beta*m + g, dampening 0).
+ *
+ * gc_momentum_accumulate: u = beta*u + g over n elements (DGC's local
+ * momentum; a dense codec then compresses u with error feedback).
+ *
+ * gc_momentum_unfold: s holds S_t, the sum over ranks of what was sent; m
+ * holds the application's momentum as it stands before this step (zero
+ * initially), kept by the caller. Writes into s the gradient
+ * g_hat = S_t - beta*m, and sets m = beta*m + g_hat, computed as the
+ * application will compute it, so its momentum ends equal to S_t up to one
+ * rounding of that step (rounding does not accumulate: m mirrors the
+ * application's value, not S_t). Returns 1. When any s[i] is not finite,
+ * leaves s and m untouched and returns 0: the step is one the application
+ * skips (a loss scaler's overflow), and m must not take a non-finite
+ * value. */
+GC_API void gc_momentum_accumulate(float *u, const float *g, size_t n, float beta);
+GC_API int gc_momentum_unfold(float *s, float *m, size_t n, float beta);
+
 /* ---- codec-specific entry points used by collective algorithms ----------- */
 
 /* randk: the k sorted indices chosen by seed for n elements (k from ratio).

@@ -1,5 +1,7 @@
 /* momentum.c — DGC momentum correction as a variant of error feedback:
- * u = m*u + g; v = v + u; send the top of v; clear u and v where sent. */
+ * u = m*u + g; v = v + u; send the top of v; clear u and v where sent;
+ * and the two steps that make it transparent to an application whose own
+ * optimizer applies the momentum (gc_momentum_accumulate, _unfold). */
 #include "codec_impl.h"
 
 GC_INTERNAL size_t gc_payload_zero_sent(const void *src, size_t len, float *x, size_t n,
@@ -30,4 +32,40 @@ size_t gc_encode_momentum(const gc_codec *c, const float *g, float *u, float *v,
     }
     gc_workspace_free(own);
     return r;
+}
+
+void gc_momentum_accumulate(float *u, const float *g, size_t n, float beta)
+{
+    float *restrict uu = u;
+    const float *restrict gg = g;
+    for (size_t i = 0; i < n; i++) uu[i] = beta * uu[i] + gg[i];
+}
+
+/* Bits of |x| at or above those of +inf: not finite (integer compare, so
+ * the scan vectorises). */
+static int all_finite(const float *x, size_t n)
+{
+    uint32_t top = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t b;
+        memcpy(&b, &x[i], sizeof b);
+        b &= 0x7FFFFFFFu;
+        top = b > top ? b : top;
+    }
+    return top < 0x7F800000u;
+}
+
+int gc_momentum_unfold(float *s, float *m, size_t n, float beta)
+{
+    if (!all_finite(s, n)) return 0;
+    float *restrict ss = s;
+    float *restrict mm = m;
+    for (size_t i = 0; i < n; i++) {
+        /* The application computes beta*m first, then adds g_hat. */
+        const float b = beta * mm[i];
+        const float g = ss[i] - b;
+        mm[i] = b + g;
+        ss[i] = g;
+    }
+    return 1;
 }

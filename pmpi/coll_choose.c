@@ -70,9 +70,33 @@ void gcmpi_coll_slot_sizes(const gcmpi_config *cfg, gcmpi_algo algo, size_t coun
     if (algo == GCMPI_ALGO_NATIVE && codec_is(cfg->codec, "powersgd")) {
         gc_powersgd_shape s = gc_powersgd_shape_of(count, gcmpi_coll_max_rank(cfg));
         *state_floats = s.cols * s.rank; /* the warm-start Q */
-    } else if (gcmpi_coll_momentum_on(cfg)) {
-        *state_floats = count; /* DGC momentum u */
+    } else if (cfg->ef_momentum > 0.0 && (gc_codec_flags(cfg->codec) & GC_SPARSE)) {
+        *state_floats = count; /* DGC momentum u (GCMPI_MOMENTUM's is in slot->momentum) */
     }
+}
+
+size_t gcmpi_coll_momentum_floats(const gcmpi_config *cfg, size_t count)
+{
+    return cfg->momentum > 0.0 && cfg->ef ? 2 * count : 0;
+}
+
+void gcmpi_coll_slot_split(gcmpi_ef_slot *slot, size_t state_floats, size_t momentum_floats)
+{
+    if (!slot->state || momentum_floats == 0) return;
+    slot->momentum = slot->state + state_floats;
+    if (state_floats == 0) slot->state = NULL;
+}
+
+int gcmpi_coll_dispatch(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in, float *out,
+                        size_t count, gcmpi_ef_slot *ef)
+{
+    switch (algo) {
+    case GCMPI_ALGO_ALLGATHER: return gcmpi_allreduce_allgather(ctx, in, out, count, ef);
+    case GCMPI_ALGO_NATIVE: return gcmpi_allreduce_native(ctx, in, out, count, ef);
+    case GCMPI_ALGO_RSAG:
+    case GCMPI_ALGO_AUTO: break;
+    }
+    return gcmpi_allreduce_rsag(ctx, in, out, count, ef);
 }
 
 int gcmpi_allreduce_compressed(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in,
@@ -91,13 +115,10 @@ int gcmpi_allreduce_compressed(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float
         rc = MPI_SUCCESS;
     } else if (!gcmpi_coll_supports(ctx->cfg->codec, algo)) {
         rc = MPI_ERR_ARG;
+    } else if (ef && ef->momentum) {
+        rc = gcmpi_coll_momentum_allreduce(ctx, algo, in, out, count, ef);
     } else {
-        switch (algo) {
-        case GCMPI_ALGO_ALLGATHER: rc = gcmpi_allreduce_allgather(ctx, in, out, count, ef); break;
-        case GCMPI_ALGO_NATIVE: rc = gcmpi_allreduce_native(ctx, in, out, count, ef); break;
-        case GCMPI_ALGO_RSAG:
-        case GCMPI_ALGO_AUTO: rc = gcmpi_allreduce_rsag(ctx, in, out, count, ef); break;
-        }
+        rc = gcmpi_coll_dispatch(ctx, algo, in, out, count, ef);
     }
     ctx->stats = caller_stats;
     return rc;

@@ -142,7 +142,7 @@ static int native_randk(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t
     float *res = ef ? ef->residual : NULL;
     float *mom = ef && res && gcmpi_coll_momentum_on(cfg) ? ef->state : NULL;
     if (res) {
-        const uint32_t top = accumulate(res, mom, in, count, (float)cfg->ef_momentum);
+        const uint32_t top = accumulate(res, mom, in, count, gcmpi_coll_momentum(cfg));
         /* Sent: scale * v. Left: v - scale * v (zero without scaling).
          * Momentum is cleared where sent (DGC's momentum factor masking). */
         for (size_t j = 0; j < k; j++) {

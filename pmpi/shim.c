@@ -272,11 +272,16 @@ static gcmpi_ef_entry *residual_of(gcmpi_comm_state *st, const gcmpi_ef_key *key
         slot->fresh = slot->adapt_fresh = 1;
         return NULL;
     }
-    size_t server = 0, state = 0;
-    if (st->residuals)
+    size_t server = 0, state = 0, momentum = 0;
+    if (st->residuals) {
         gcmpi_coll_slot_sizes(&cfg, algo, key->count, st->size, &server, &state);
-    return gcmpi_ef_acquire(st->ef, key, st->residuals ? key->count : 0, server, state, adapt,
-                            slot);
+        if (key->kind == GCMPI_KIND_ALLREDUCE)
+            momentum = gcmpi_coll_momentum_floats(&cfg, key->count);
+    }
+    gcmpi_ef_entry *e = gcmpi_ef_acquire(st->ef, key, st->residuals ? key->count : 0, server,
+                                         state + momentum, adapt, slot);
+    gcmpi_coll_slot_split(slot, state, momentum);
+    return e;
 }
 
 /* A copy for GCMPI_VERIFY; stops the job when memory runs out, because
