@@ -401,6 +401,17 @@ static int allreduce_run(gcmpi_comm_state *st, MPI_Comm comm, const void *sendbu
         used = &call.params;
         rc = gcmpi_adapt_begin(&ac, &cfg, st, &ctx, &slot, in, count, &call, &send);
     }
+    /* DGC's warm-up: a floor under the configured or adapted ratio, from a
+     * call position all ranks share. */
+    if (has_ratio() && cfg.warmup > 0 && rc == MPI_SUCCESS) {
+        const double warm = gcmpi_warmup_ratio(&st->warmup, count, used->ratio, cfg.warmup);
+        if (warm > used->ratio) {
+            if (!adaptive) call = cfg;
+            ctx.cfg = &call;
+            used = &call.params;
+            call.params.ratio = warm;
+        }
+    }
 
     if (cfg.verbose >= 3) trace_call(st, GCMPI_KIND_ALLREDUCE, count, algo, &slot, used);
 
