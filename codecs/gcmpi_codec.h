@@ -129,10 +129,21 @@ GC_API size_t gc_bound(const gc_codec *c, size_t n, const gc_params *p);
  * reading each buffer once where the codec allows. residual may alias g only
  * if g is not needed afterwards. seed drives stochastic rounding and random
  * selection: equal seeds give equal payloads.
- * ws: scratch reused across calls (NULL: a temporary one is made per call). */
+ * ws: scratch reused across calls (NULL: a temporary one is made per call).
+ *
+ * Non-finite input (an overflow step of mixed-precision training): when g
+ * holds inf or NaN the payload is flagged GC_HF_NONFINITE and its body
+ * says, per block of B elements (B = 512, doubled until it fits in cap),
+ * whether the block's non-finite values sum to +inf, -inf or NaN; the
+ * finite values are not sent and residual is left untouched, so the sum
+ * over ranks is non-finite in every block where MPI_SUM's is, and no state
+ * keeps a non-finite value. */
 GC_API size_t gc_encode(const gc_codec *c, const float *g, float *residual,
                         size_t n, const gc_params *p, uint64_t seed,
                         void *dst, size_t cap, gc_workspace *ws);
+
+/* 1 when every x[i] is finite (no inf, no NaN), else 0. One pass. */
+GC_API int gc_all_finite(const float *x, size_t n);
 
 /* acc[0..n) += decode(src). The codec is read from the header; n must equal
  * its element count. Never reads or writes out of bounds: a malformed payload
@@ -154,6 +165,11 @@ typedef struct gc_payload_info {
 
 #define GC_HF_CRC  (1u << 0)
 #define GC_HF_ZSTD (1u << 1)
+/* The encoded vector held inf or NaN: instead of the codec's body the
+ * payload carries, per block of elements, what its non-finite values sum
+ * to (gc_encode's comment); decoding adds that to every element of the
+ * block. Never combined with GC_HF_ZSTD. */
+#define GC_HF_NONFINITE (1u << 2)
 
 /* Parse and validate a header (magic, version, codec id, length <= len). */
 GC_API size_t gc_payload_info_get(const void *src, size_t len,

@@ -20,6 +20,12 @@ size_t gc_encode_momentum(const gc_codec *c, const float *g, float *u, float *v,
         ws = own = gc_workspace_create();
         if (!ws) return GC_ERROR(ALLOC);
     }
+    /* An overflow step: flagged payload, u and v left as they are. */
+    if (!gc_all_finite(g, n)) {
+        size_t r = gc_encode(c, g, NULL, n, p, seed, dst, cap, ws);
+        gc_workspace_free(own);
+        return r;
+    }
     float *restrict uu = u;
     const float *restrict gg = g;
     for (size_t i = 0; i < n; i++) uu[i] = momentum * uu[i] + gg[i];
@@ -41,23 +47,9 @@ void gc_momentum_accumulate(float *u, const float *g, size_t n, float beta)
     for (size_t i = 0; i < n; i++) uu[i] = beta * uu[i] + gg[i];
 }
 
-/* Bits of |x| at or above those of +inf: not finite (integer compare, so
- * the scan vectorises). */
-static int all_finite(const float *x, size_t n)
-{
-    uint32_t top = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t b;
-        memcpy(&b, &x[i], sizeof b);
-        b &= 0x7FFFFFFFu;
-        top = b > top ? b : top;
-    }
-    return top < 0x7F800000u;
-}
-
 int gc_momentum_unfold(float *s, float *m, size_t n, float beta)
 {
-    if (!all_finite(s, n)) return 0;
+    if (!gc_all_finite(s, n)) return 0;
     float *restrict ss = s;
     float *restrict mm = m;
     for (size_t i = 0; i < n; i++) {

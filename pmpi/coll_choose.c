@@ -9,6 +9,12 @@
  *                 exchanges instead of four, and quantises once, not twice;
  *   sparse codecs allgather while p <= 8 (p small payloads beat four
  *                 exchanges), rsag above;
+ *   sign, onebit  the same: rsag would re-quantise the sum of p sign
+ *                 vectors to one sign per element with a second
+ *                 residual, and that second, coarse quantisation of an
+ *                 already delayed sum is what made sign and onebit with
+ *                 error feedback and momentum diverge at lr 0.05 (README,
+ *                 "sign and onebit"); all-gathering quantises once;
  *   dense codecs  rsag, about 2c bytes per rank whatever p (int8 too; its
  *                 native form is there when forced).
  * Native has no payload, so when the zstd stage or CRC is asked for, auto
@@ -43,7 +49,7 @@ gcmpi_algo gcmpi_coll_choose(const gcmpi_config *cfg, size_t count, int comm_siz
     if (!payload_only && (codec_is(c, "none") || codec_is(c, "randk") || codec_is(c, "powersgd")))
         return GCMPI_ALGO_NATIVE;
     if (codec_is(c, "powersgd") || comm_size <= 2) return GCMPI_ALGO_ALLGATHER;
-    if (gc_codec_flags(c) & GC_SPARSE)
+    if ((gc_codec_flags(c) & GC_SPARSE) || codec_is(c, "sign") || codec_is(c, "onebit"))
         return comm_size <= 8 ? GCMPI_ALGO_ALLGATHER : GCMPI_ALGO_RSAG;
     return GCMPI_ALGO_RSAG;
 }
@@ -115,6 +121,17 @@ int gcmpi_allreduce_compressed(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float
         rc = MPI_SUCCESS;
     } else if (!gcmpi_coll_supports(ctx->cfg->codec, algo)) {
         rc = MPI_ERR_ARG;
+    } else if (!gc_all_finite(in, count)) {
+        /* An overflow step (inf or NaN in this rank's gradient): sent as it
+         * is (a flagged payload; native paths mark its blocks), so the sum
+         * is non-finite where MPI_SUM's is, and neither the residual nor
+         * the momentum takes the value. */
+        gcmpi_ef_slot bare = {0};
+        if (ef) bare = *ef;
+        bare.residual = NULL;
+        bare.momentum = NULL;
+        ctx->stats->nonfinite_in = 1;
+        rc = gcmpi_coll_dispatch(ctx, algo, in, out, count, ef ? &bare : NULL);
     } else if (ef && ef->momentum) {
         rc = gcmpi_coll_momentum_allreduce(ctx, algo, in, out, count, ef);
     } else {

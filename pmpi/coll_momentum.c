@@ -12,24 +12,10 @@
  * S_t - beta*m, so that the application's m = beta*m + that equals S_t:
  * its unchanged optimizer applies DGC's momentum-corrected update.
  *
- * A rank whose gradient is not finite sends it as it is and leaves its
- * residual and momentum alone; a sum that is not finite is handed back
- * unchanged (the application skips such a step) and m is not updated. */
+ * A rank whose gradient is not finite never gets here (coll_choose.c sends
+ * it without state); a sum that is not finite is handed back unchanged (the
+ * application skips such a step) and m is not updated. */
 #include "coll_impl.h"
-
-/* Integer max over the bits of |x|: vectorises, and NaN or inf is at or
- * above the bits of +inf. */
-static int all_finite(const float *x, size_t n)
-{
-    uint32_t top = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t b;
-        memcpy(&b, &x[i], sizeof b);
-        b &= 0x7FFFFFFFu;
-        top = b > top ? b : top;
-    }
-    return top < 0x7F800000u;
-}
 
 int gcmpi_coll_momentum_allreduce(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in,
                                   float *out, size_t count, gcmpi_ef_slot *ef)
@@ -41,12 +27,7 @@ int gcmpi_coll_momentum_allreduce(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const fl
 
     double t0 = PMPI_Wtime();
     const float *send = in;
-    if (!all_finite(in, count)) {
-        /* An overflow step: the sum must be non-finite where native MPI's
-         * is, and no state may keep the value. */
-        sub.residual = NULL;
-        ctx->stats->nonfinite_in = 1;
-    } else if (gcmpi_coll_momentum_on(ctx->cfg)) {
+    if (gcmpi_coll_momentum_on(ctx->cfg)) {
         sub.state = u; /* sparse: the encodes form u and mask it */
     } else {
         gc_momentum_accumulate(u, in, count, beta);
