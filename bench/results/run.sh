@@ -195,4 +195,8 @@ if [ "$do_profile" = 1 ] && command -v perf >/dev/null; then
 fi
 
 echo "== experiments took $((SECONDS - start)) s; plotting" >&2
+if [ "$do_unmodified" = 1 ]; then
+  /usr/bin/python3 "$here/plot_unmodified.py" "$out" "$docs"
+  exit 0
+fi
 /usr/bin/python3 "$here/plot.py" "$out" "$docs"
