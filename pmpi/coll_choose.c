@@ -83,7 +83,26 @@ void gcmpi_coll_slot_sizes(const gcmpi_config *cfg, gcmpi_algo algo, size_t coun
 
 size_t gcmpi_coll_momentum_floats(const gcmpi_config *cfg, size_t count)
 {
-    return cfg->momentum > 0.0 && cfg->ef ? 2 * count : 0;
+    /* the shim keeps residuals (and so this state) for lossy codecs only */
+    const int residuals = cfg->ef && !(gc_codec_flags(cfg->codec) & GC_LOSSLESS);
+    return cfg->momentum > 0.0 && residuals ? 2 * count : 0;
+}
+
+/* Under GCMPI_MOMENTUM every rank must return the same S_t - beta*m, so
+ * the mirrors of m must agree: when any rank's state is new or was evicted
+ * (a per-rank event), every rank restarts its momentum, u and m, at 0 (the
+ * sum is then of g + r alone and the optimizer's own momentum carries the
+ * past). One int, MAX. */
+static int agree_momentum(gcmpi_coll_ctx *ctx, size_t count, gcmpi_ef_slot *ef)
+{
+    int lost = !(ef && ef->momentum) || ef->fresh, any = 0;
+    double t0 = PMPI_Wtime();
+    int rc = PMPI_Allreduce(&lost, &any, 1, MPI_INT, MPI_MAX, ctx->comm);
+    ctx->stats->comm_s += PMPI_Wtime() - t0;
+    ctx->stats->bytes_sent += sizeof lost;
+    if (rc == MPI_SUCCESS && any && ef && ef->momentum)
+        memset(ef->momentum, 0, 2 * count * sizeof(float));
+    return rc;
 }
 
 void gcmpi_coll_slot_split(gcmpi_ef_slot *slot, size_t state_floats, size_t momentum_floats)
@@ -121,6 +140,9 @@ int gcmpi_allreduce_compressed(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float
         rc = MPI_SUCCESS;
     } else if (!gcmpi_coll_supports(ctx->cfg->codec, algo)) {
         rc = MPI_ERR_ARG;
+    } else if (gcmpi_coll_momentum_floats(ctx->cfg, count) &&
+               (rc = agree_momentum(ctx, count, ef)) != MPI_SUCCESS) {
+        /* rc is the same on every rank */
     } else if (!gc_all_finite(in, count)) {
         /* An overflow step (inf or NaN in this rank's gradient): sent as it
          * is (a flagged payload; native paths mark its blocks), so the sum

@@ -644,10 +644,12 @@ static void ef_alloc_momentum(ef_buf *e, harness *h, gcmpi_algo algo, size_t n)
     gcmpi_coll_slot_split(&e->slot, state, mom);
 }
 
-/* GCMPI_MOMENTUM with codec none: the library sends u = beta*u + g and
- * returns S_t - beta*m, so the application's momentum m = beta*m + out is
- * the momentum of the exact sums (to float rounding), every algorithm. */
-static void test_transparent_momentum_is_exact_for_codec_none(harness *h)
+/* GCMPI_MOMENTUM with fp16 (nearly exact, error feedback on): the library
+ * sends u = beta*u + g and returns S_t - beta*m, so the application's
+ * momentum m = beta*m + out is the momentum of the exact sums to within
+ * fp16's rounding, which error feedback keeps from accumulating, on every
+ * algorithm fp16 runs on. */
+static void test_transparent_momentum_tracks_the_exact_momentum(harness *h)
 {
     const int p = h->ctx.size;
     const size_t n = 3000;
@@ -655,9 +657,9 @@ static void test_transparent_momentum_is_exact_for_codec_none(harness *h)
     float *g = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float));
     float *m = malloc(n * sizeof(float));
     double *ref = malloc(n * sizeof(double)), *sum = malloc(n * sizeof(double));
-    for (size_t a = 0; a < 3; a++) {
+    for (size_t a = 0; a < 2; a++) {
         const gcmpi_algo algo = all_algos[a];
-        use_codec(h, "none");
+        use_codec(h, "fp16");
         h->cfg.momentum = beta;
         ef_buf ef;
         ef_alloc_momentum(&ef, h, algo, n);
@@ -682,7 +684,9 @@ static void test_transparent_momentum_is_exact_for_codec_none(harness *h)
                 if (e > worst) worst = e;
             }
         }
-        CHECK(worst < 1e-4, "%s: application momentum off by %g", algo_name(algo), worst);
+        /* fp16 keeps 11 bits of u (about 10 times the gradient): ~5e-3
+         * here; without the correction the error is of order 1 */
+        CHECK(worst < 2e-2, "%s: application momentum off by %g", algo_name(algo), worst);
         h->cfg.momentum = 0.0;
         free(ef.slot.residual), free(ef.slot.server), free(ef.slot.state ? ef.slot.state
                                                                           : ef.slot.momentum);
@@ -820,7 +824,7 @@ int main(int argc, char **argv)
         T(test_bytes_sent_are_what_went_to_mpi),
         T(test_allgather_op_places_every_block),
         T(test_auto_choice_follows_the_documented_rule),
-        T(test_transparent_momentum_is_exact_for_codec_none),
+        T(test_transparent_momentum_tracks_the_exact_momentum),
         T(test_nonfinite_inputs_behave_like_mpi_sum),
 #undef T
     };
