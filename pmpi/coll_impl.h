@@ -132,18 +132,15 @@ static inline uint64_t gcmpi_coll_seed(const gcmpi_coll_ctx *ctx, unsigned stage
 
 /* ---- error feedback ------------------------------------------------------- */
 
-/* The momentum of DGC's correction: GCMPI_MOMENTUM (the application's,
- * corrected transparently) or GCMPI_EF_MOMENTUM (the application's is off);
- * config/ refuses both at once. */
+/* GCMPI_EF_MOMENTUM: DGC momentum correction inside the encodes, with
+ * momentum factor masking, for sparse codecs; dense codecs have no "sent"
+ * set to clear. (GCMPI_MOMENTUM is handled around the algorithms instead,
+ * coll_momentum.c.) */
 static inline float gcmpi_coll_momentum(const gcmpi_config *cfg)
 {
-    return (float)(cfg->momentum > 0.0 ? cfg->momentum : cfg->ef_momentum);
+    return (float)cfg->ef_momentum;
 }
 
-/* DGC momentum correction runs inside the encodes (with momentum factor
- * masking) for sparse codecs when configured; dense codecs have no "sent"
- * set to clear: with GCMPI_MOMENTUM they compress u = beta*u + g, formed
- * before the algorithm runs (coll_momentum.c). */
 static inline int gcmpi_coll_momentum_on(const gcmpi_config *cfg)
 {
     return gcmpi_coll_momentum(cfg) > 0.0f && (gc_codec_flags(cfg->codec) & GC_SPARSE);
