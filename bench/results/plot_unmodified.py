@@ -11,12 +11,14 @@ is a 3-epoch run), the mean over the seeds present, its difference to the
 baseline's mean in points, whether the targets hold (within 1.0 point at 3
 epochs, 0.5 at 10), and the bytes each rank handed to MPI per step (warm-up
 included: the statistics count every call). Prints Markdown and writes
-DOCS_DIR/unmodified.json and unmodified.csv (default docs/results)."""
+DOCS_DIR/unmodified.json and unmodified.csv (default docs/results), and copies
+the runs' trainer JSON, statistics JSON and command to DOCS_DIR/data/."""
 import csv
 import glob
 import json
 import os
 import re
+import shutil
 import sys
 
 ORDER = ["baseline", "fp16", "int8", "qsgd4", "sign", "onebit", "topk", "dgc", "topkq-var",
@@ -124,7 +126,10 @@ def main(argv):
               f"| {f(r['acc10'], '.4f')} | {f(r['delta10'], '+.2f')} | {t(r['target10'])} "
               f"| {f(r['bytes_per_rank_step'] and r['bytes_per_rank_step'] / 1000, ',.1f')} "
               f"| {f(r['fp32_over_sent'], '.1f')}x |")
-    os.makedirs(docs, exist_ok=True)
+    os.makedirs(os.path.join(docs, "data"), exist_ok=True)
+    for path in glob.glob(os.path.join(out_dir, "um-*")):
+        if path.endswith((".train.json", ".stats.json", ".cmd")):
+            shutil.copy(path, os.path.join(docs, "data", os.path.basename(path)))
     with open(os.path.join(docs, "unmodified.json"), "w") as fh:
         json.dump(rows, fh, indent=1)
     with open(os.path.join(docs, "unmodified.csv"), "w", newline="") as fh:
