@@ -129,10 +129,21 @@ GC_API size_t gc_bound(const gc_codec *c, size_t n, const gc_params *p);
  * reading each buffer once where the codec allows. residual may alias g only
  * if g is not needed afterwards. seed drives stochastic rounding and random
  * selection: equal seeds give equal payloads.
- * ws: scratch reused across calls (NULL: a temporary one is made per call). */
+ * ws: scratch reused across calls (NULL: a temporary one is made per call).
+ *
+ * Non-finite input (an overflow step of mixed-precision training): when g
+ * holds inf or NaN the payload is flagged GC_HF_NONFINITE and its body
+ * says, per block of B elements (B = 512, doubled until it fits in cap),
+ * whether the block's non-finite values sum to +inf, -inf or NaN; the
+ * finite values are not sent and residual is left untouched, so the sum
+ * over ranks is non-finite in every block where MPI_SUM's is, and no state
+ * keeps a non-finite value. */
 GC_API size_t gc_encode(const gc_codec *c, const float *g, float *residual,
                         size_t n, const gc_params *p, uint64_t seed,
                         void *dst, size_t cap, gc_workspace *ws);
+
+/* 1 when every x[i] is finite (no inf, no NaN), else 0. One pass. */
+GC_API int gc_all_finite(const float *x, size_t n);
 
 /* acc[0..n) += decode(src). The codec is read from the header; n must equal
  * its element count. Never reads or writes out of bounds: a malformed payload
@@ -154,6 +165,11 @@ typedef struct gc_payload_info {
 
 #define GC_HF_CRC  (1u << 0)
 #define GC_HF_ZSTD (1u << 1)
+/* The encoded vector held inf or NaN: instead of the codec's body the
+ * payload carries, per block of elements, what its non-finite values sum
+ * to (gc_encode's comment); decoding adds that to every element of the
+ * block. Never combined with GC_HF_ZSTD. */
+#define GC_HF_NONFINITE (1u << 2)
 
 /* Parse and validate a header (magic, version, codec id, length <= len). */
 GC_API size_t gc_payload_info_get(const void *src, size_t len,
@@ -217,6 +233,26 @@ GC_API size_t gc_encode_momentum(const gc_codec *c, const float *g, float *u,
                                  float *v, size_t n, float momentum,
                                  const gc_params *p, uint64_t seed, void *dst,
                                  size_t cap, gc_workspace *ws);
+
+/* Transparent momentum correction (libgcmpi's GCMPI_MOMENTUM), the two
+ * steps around a compressed sum for an application whose own optimizer
+ * applies momentum beta (m = beta*m + g, dampening 0).
+ *
+ * gc_momentum_accumulate: u = beta*u + g over n elements (DGC's local
+ * momentum; a dense codec then compresses u with error feedback).
+ *
+ * gc_momentum_unfold: s holds S_t, the sum over ranks of what was sent; m
+ * holds the application's momentum as it stands before this step (zero
+ * initially), kept by the caller. Writes into s the gradient
+ * g_hat = S_t - beta*m, and sets m = beta*m + g_hat, computed as the
+ * application will compute it, so its momentum ends equal to S_t up to one
+ * rounding of that step (rounding does not accumulate: m mirrors the
+ * application's value, not S_t). Returns 1. When any s[i] is not finite,
+ * leaves s and m untouched and returns 0: the step is one the application
+ * skips (a loss scaler's overflow), and m must not take a non-finite
+ * value. */
+GC_API void gc_momentum_accumulate(float *u, const float *g, size_t n, float beta);
+GC_API int gc_momentum_unfold(float *s, float *m, size_t n, float beta);
 
 /* ---- codec-specific entry points used by collective algorithms ----------- */
 

@@ -1,5 +1,7 @@
 /* momentum.c — DGC momentum correction as a variant of error feedback:
- * u = m*u + g; v = v + u; send the top of v; clear u and v where sent. */
+ * u = m*u + g; v = v + u; send the top of v; clear u and v where sent;
+ * and the two steps that make it transparent to an application whose own
+ * optimizer applies the momentum (gc_momentum_accumulate, _unfold). */
 #include "codec_impl.h"
 
 GC_INTERNAL size_t gc_payload_zero_sent(const void *src, size_t len, float *x, size_t n,
@@ -18,6 +20,12 @@ size_t gc_encode_momentum(const gc_codec *c, const float *g, float *u, float *v,
         ws = own = gc_workspace_create();
         if (!ws) return GC_ERROR(ALLOC);
     }
+    /* An overflow step: flagged payload, u and v left as they are. */
+    if (!gc_all_finite(g, n)) {
+        size_t r = gc_encode(c, g, NULL, n, p, seed, dst, cap, ws);
+        gc_workspace_free(own);
+        return r;
+    }
     float *restrict uu = u;
     const float *restrict gg = g;
     for (size_t i = 0; i < n; i++) uu[i] = momentum * uu[i] + gg[i];
@@ -30,4 +38,26 @@ size_t gc_encode_momentum(const gc_codec *c, const float *g, float *u, float *v,
     }
     gc_workspace_free(own);
     return r;
+}
+
+void gc_momentum_accumulate(float *u, const float *g, size_t n, float beta)
+{
+    float *restrict uu = u;
+    const float *restrict gg = g;
+    for (size_t i = 0; i < n; i++) uu[i] = beta * uu[i] + gg[i];
+}
+
+int gc_momentum_unfold(float *s, float *m, size_t n, float beta)
+{
+    if (!gc_all_finite(s, n)) return 0;
+    float *restrict ss = s;
+    float *restrict mm = m;
+    for (size_t i = 0; i < n; i++) {
+        /* The application computes beta*m first, then adds g_hat. */
+        const float b = beta * mm[i];
+        const float g = ss[i] - b;
+        mm[i] = b + g;
+        ss[i] = g;
+    }
+    return 1;
 }

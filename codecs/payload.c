@@ -6,7 +6,7 @@
  *   0  'G' 'C'     magic
  *   2  u8          format version (GC_FORMAT_VERSION)
  *   3  u8          codec id
- *   4  u8          flags: GC_HF_CRC, GC_HF_ZSTD
+ *   4  u8          flags: GC_HF_CRC, GC_HF_ZSTD, GC_HF_NONFINITE
  *   5  u8[3]       reserved, zero
  *   8  u64         element count n
  *   16 u64         total payload length, header included
@@ -15,6 +15,7 @@
  */
 #include "codec_impl.h"
 
+#include <math.h>
 #include <stdlib.h>
 #ifdef GC_HAVE_ZSTD
 #include <zstd.h>
@@ -77,8 +78,10 @@ size_t gc_payload_info_get(const void *src, size_t len, gc_payload_info *out)
     if (s[0] != 'G' || s[1] != 'C') return GC_ERROR(BAD_MAGIC);
     if (s[2] != GC_FORMAT_VERSION) return GC_ERROR(VERSION);
     if (!gc_codec_by_id(s[3])) return GC_ERROR(UNKNOWN_CODEC);
-    if ((s[4] & ~(GC_HF_CRC | GC_HF_ZSTD)) || s[5] || s[6] || s[7] || gc_get_u32(s + 28))
+    if ((s[4] & ~(GC_HF_CRC | GC_HF_ZSTD | GC_HF_NONFINITE)) || s[5] || s[6] || s[7] ||
+        gc_get_u32(s + 28))
         return GC_ERROR(CORRUPT);
+    if ((s[4] & GC_HF_ZSTD) && (s[4] & GC_HF_NONFINITE)) return GC_ERROR(CORRUPT);
     uint64_t length = gc_get_u64(s + 16);
     if (length < GC_HEADER_SIZE) return GC_ERROR(CORRUPT);
     if (length > len) return GC_ERROR(TRUNCATED);
@@ -89,6 +92,81 @@ size_t gc_payload_info_get(const void *src, size_t len, gc_payload_info *out)
         out->flags = s[4];
         out->n = gc_get_u64(s + 8);
         out->length = length;
+    }
+    return 0;
+}
+
+int gc_all_finite(const float *x, size_t n)
+{
+    /* Integer max over the bits of |x| (vectorises); inf and NaN are at or
+     * above the bits of +inf. */
+    uint32_t top = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t b;
+        memcpy(&b, &x[i], sizeof b);
+        b &= 0x7FFFFFFFu;
+        top = b > top ? b : top;
+    }
+    return top < 0x7F800000u;
+}
+
+/* ---- the non-finite body (GC_HF_NONFINITE) --------------------------------
+ *   u8  log2 of the block B (B = 512 doubled until the body fits the
+ *       codec's bound; at most 2 bytes for n >= 1, as small as any bound)
+ *   2-bit codes, four to a byte, low bits first, one per block of B
+ *   elements: 0 finite, 1 +inf, 2 -inf, 3 NaN (what the block's non-finite
+ *   values sum to); the unused bits of the last byte are zero. */
+enum { NF_FINITE = 0, NF_PINF = 1, NF_NINF = 2, NF_NAN = 3 };
+
+static size_t nonfinite_body_size(size_t n, size_t block)
+{
+    const size_t nb = n / block + (n % block != 0);
+    return 1 + (nb + 3) / 4;
+}
+
+static unsigned nonfinite_code(const float *x, size_t len)
+{
+    unsigned c = NF_FINITE;
+    for (size_t i = 0; i < len && c != NF_NAN; i++) {
+        if (isnan(x[i])) c = NF_NAN;
+        else if (isinf(x[i])) {
+            const unsigned s = x[i] > 0 ? NF_PINF : NF_NINF;
+            c = c == NF_FINITE || c == s ? s : NF_NAN;
+        }
+    }
+    return c;
+}
+
+static size_t encode_nonfinite(const float *g, size_t n, uint8_t *body, size_t cap)
+{
+    unsigned shift = 9;
+    while (((size_t)1 << shift) < n && nonfinite_body_size(n, (size_t)1 << shift) > cap) shift++;
+    const size_t block = (size_t)1 << shift;
+    const size_t size = nonfinite_body_size(n, block);
+    if (size > cap) return GC_ERROR(DST_TOO_SMALL);
+    memset(body, 0, size);
+    body[0] = (uint8_t)shift;
+    for (size_t b = 0, lo = 0; lo < n; b++, lo += block) {
+        const size_t len = n - lo < block ? n - lo : block;
+        body[1 + b / 4] |= (uint8_t)(nonfinite_code(g + lo, len) << (2 * (b % 4)));
+    }
+    return size;
+}
+
+static size_t decode_nonfinite(const uint8_t *body, size_t blen, float *acc, size_t n)
+{
+    if (blen < 1) return GC_ERROR(TRUNCATED);
+    if (body[0] >= 8 * sizeof(size_t)) return GC_ERROR(CORRUPT);
+    const size_t block = (size_t)1 << body[0];
+    if (blen != nonfinite_body_size(n, block)) return GC_ERROR(CORRUPT);
+    const size_t nb = n / block + (n % block != 0);
+    if (nb % 4 && (body[1 + nb / 4] >> (2 * (nb % 4)))) return GC_ERROR(CORRUPT);
+    static const float value[4] = {0.0f, INFINITY, -INFINITY, NAN};
+    for (size_t b = 0, lo = 0; lo < n; b++, lo += block) {
+        const unsigned c = (body[1 + b / 4] >> (2 * (b % 4))) & 3u;
+        if (c == NF_FINITE) continue;
+        const size_t hi = n - lo < block ? n : lo + block;
+        for (size_t i = lo; i < hi; i++) acc[i] += value[c];
     }
     return 0;
 }
@@ -115,7 +193,12 @@ size_t gc_encode(const gc_codec *c, const float *g, float *residual, size_t n,
     size_t body;
     size_t r;
 
-    if (p->zstd_level > 0) {
+    if (!gc_all_finite(g, n)) {
+        /* The residual is not touched: this step carries no usable values. */
+        body = encode_nonfinite(g, n, d + GC_HEADER_SIZE, cap - GC_HEADER_SIZE);
+        if (gc_is_error(body)) { r = body; goto out; }
+        flags |= GC_HF_NONFINITE;
+    } else if (p->zstd_level > 0) {
 #ifdef GC_HAVE_ZSTD
         size_t raw_cap = body_bound(c, n, p);
         uint8_t *raw = gc_ws_get(ws, GC_WS_BODY, raw_cap);
@@ -162,7 +245,7 @@ out:
  * the workspace when the zstd stage was applied. */
 static size_t open_body(const gc_codec *expect, const void *src, size_t len, size_t n,
                         gc_workspace *ws, const gc_codec **codec,
-                        const uint8_t **body, size_t *body_len)
+                        const uint8_t **body, size_t *body_len, unsigned *flags)
 {
     gc_payload_info info;
     size_t r = gc_payload_info_get(src, len, &info);
@@ -200,6 +283,7 @@ static size_t open_body(const gc_codec *expect, const void *src, size_t len, siz
     *codec = c;
     *body = b;
     *body_len = blen;
+    *flags = info.flags;
     return 0;
 }
 
@@ -217,8 +301,11 @@ size_t gc_decode_add_as(const gc_codec *expect, const void *src, size_t len, flo
     const gc_codec *c = NULL;
     const uint8_t *body = NULL;
     size_t blen = 0;
-    size_t r = open_body(expect, src, len, n, ws, &c, &body, &blen);
-    if (!gc_is_error(r)) r = c->decode_add(body, blen, acc, n, ws);
+    unsigned flags = 0;
+    size_t r = open_body(expect, src, len, n, ws, &c, &body, &blen, &flags);
+    if (!gc_is_error(r))
+        r = (flags & GC_HF_NONFINITE) ? decode_nonfinite(body, blen, acc, n)
+                                      : c->decode_add(body, blen, acc, n, ws);
     gc_workspace_free(own);
     return gc_is_error(r) ? r : 0;
 }
@@ -236,8 +323,10 @@ size_t gc_payload_zero_sent(const void *src, size_t len, float *x, size_t n, gc_
     const gc_codec *c = NULL;
     const uint8_t *body = NULL;
     size_t blen = 0;
-    size_t r = open_body(NULL, src, len, n, ws, &c, &body, &blen);
+    unsigned flags = 0;
+    size_t r = open_body(NULL, src, len, n, ws, &c, &body, &blen, &flags);
     if (gc_is_error(r)) return r;
     if (!c->zero_sent) return GC_ERROR(PARAM);
+    if (flags & GC_HF_NONFINITE) return 0; /* nothing was sent */
     return c->zero_sent(body, blen, x, n, ws);
 }

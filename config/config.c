@@ -144,6 +144,21 @@ static int get_count64(const judge *j, cfg_var v, long long hi, const char *expe
     return 1;
 }
 
+/* A number of calls >= 0 (GCMPI_WARMUP: 0 turns it off). */
+static int get_calls0(const judge *j, cfg_var v, uint64_t *out)
+{
+    static const char expect[] = "an integer >= 0";
+    const char *s = raw(j, v);
+    if (!s) return 1;
+    if (!*s) return bad(j, v, "is empty; expected %s", expect);
+    long long x;
+    cfg_status st = cfg_parse_int(s, 0, LLONG_MAX, &x);
+    if (st == CFG_SYNTAX) return bad(j, v, "is not an integer; expected %s", expect);
+    if (st == CFG_RANGE) return bad(j, v, "is out of range; expected %s", expect);
+    *out = (uint64_t)x;
+    return 1;
+}
+
 /* GCMPI_RATIO: a number in (0, 1], or auto (GCMPI_RATIO_BUDGET decides). */
 static int get_ratio(const judge *j, gcmpi_config *c)
 {
@@ -668,6 +683,8 @@ static int judge_values(const judge *j, gcmpi_config *c)
                (crc ? GC_PF_CRC : 0u);
     if (!get_ef(j, c)) return 0;
     if (!get_number(j, CFG_EF_MOMENTUM, 0, 0, 1, 1, "a number in [0, 1)", &c->ef_momentum)) return 0;
+    if (!get_number(j, CFG_MOMENTUM, 0, 0, 1, 1, "a number in [0, 1)", &c->momentum)) return 0;
+    if (!get_calls0(j, CFG_WARMUP, &c->warmup)) return 0;
     if (!get_size(j, CFG_EF_MAX_BYTES, UINT64_MAX, &c->ef_max_bytes)) return 0;
     if (!get_size(j, CFG_MIN_BYTES, UINT64_MAX, &c->min_bytes)) return 0;
     if (!get_max_bytes(j, c)) return 0;
@@ -833,6 +850,13 @@ static int judge_combinations(const judge *j, const gcmpi_config *c)
     if (c->ef_momentum > 0 && !c->ef)
         return bad(j, CFG_EF_MOMENTUM, "needs error feedback, but GCMPI_EF=0; expected "
                                        "GCMPI_EF_MOMENTUM=0 or GCMPI_EF=1");
+    /* Both would apply the momentum twice: GCMPI_EF_MOMENTUM is for jobs
+     * whose own momentum is switched off, GCMPI_MOMENTUM for unchanged ones. */
+    if (c->momentum > 0 && c->ef_momentum > 0)
+        return bad(j, CFG_MOMENTUM, "cannot be used with GCMPI_EF_MOMENTUM=%g; set GCMPI_MOMENTUM "
+                                    "to the momentum of an unchanged optimizer, or "
+                                    "GCMPI_EF_MOMENTUM when the job's own momentum is 0, not both",
+                   c->ef_momentum);
     if (c->ef && c->ef_max_bytes == 0)
         return bad(j, CFG_EF_MAX_BYTES, "is out of range; expected at least 1 while GCMPI_EF=1 "
                                         "(GCMPI_EF=0 turns error feedback off)");
@@ -862,6 +886,11 @@ void gcmpi_config_defaults(gcmpi_config *cfg)
     cfg->ef = 1; /* auto, resolved for the default codec none */
     cfg->ef_auto = 1;
     cfg->ef_momentum = 0.0;
+    cfg->momentum = 0.0;
+    /* About 4 epochs of the small trainer under bench/train (234 calls an
+     * epoch at 4 ranks), as DGC warms up over 4 epochs; a few hundred steps
+     * of a large job, a small fraction of its first epoch. */
+    cfg->warmup = 1000;
     cfg->ef_max_bytes = (uint64_t)1 << 30;
     /* Below 4 KiB an allreduce is latency-bound: compression only adds
      * encode time and a second exchange, and framework control traffic

@@ -54,7 +54,14 @@
       "error feedback: add what compression dropped to the next call on the same buffer; "    \
       "auto = on, except for qsgd, terngrad and unbiased randk (not contractive)")            \
     X(EF_MOMENTUM, "GCMPI_EF_MOMENTUM", "number", "0", "[0, 1)",                               \
-      "DGC momentum correction (topk, randk, dgc only); 0 = plain error feedback")             \
+      "DGC momentum correction with the application's momentum switched off (topk, randk, "   \
+      "dgc, topkq only); 0 = plain error feedback")                                            \
+    X(MOMENTUM, "GCMPI_MOMENTUM", "number", "0", "[0, 1); 0 while GCMPI_EF_MOMENTUM > 0",      \
+      "momentum of the application's own SGD optimizer: the library keeps DGC's momentum "    \
+      "correction and returns what makes that optimizer apply it; 0 = off")                    \
+    X(WARMUP, "GCMPI_WARMUP", "integer", "1000", ">= 0",                                       \
+      "topk, randk, dgc, topkq: calls per buffer size over which the ratio decays "           \
+      "exponentially from 0.25 to GCMPI_RATIO (DGC's warm-up); 0 = off")                      \
     X(EF_MAX_BYTES, "GCMPI_EF_MAX_BYTES", "size", "1G", ">= 1 while GCMPI_EF=1",               \
       "bound on residual memory per process; least recently used residuals are evicted")      \
     X(MIN_BYTES, "GCMPI_MIN_BYTES", "size", "4K", ">= 0",                                      \

@@ -91,6 +91,8 @@ uint64_t gcmpi_config_hash(const gcmpi_config *cfg)
     mix_u64(&s, p->flags);
     mix_u64(&s, (uint64_t)cfg->ef);
     mix_double(&s, cfg->ef_momentum);
+    mix_double(&s, cfg->momentum);
+    mix_u64(&s, cfg->warmup);
     /* ef_max_bytes is left out: residual memory is private to a rank, and
      * nodes with less memory may set a smaller bound. */
     mix_u64(&s, cfg->min_bytes);
@@ -212,6 +214,8 @@ size_t gcmpi_config_describe(const gcmpi_config *cfg, char *buf, size_t len)
     else
         put(&w, "%s=%d\n", n[CFG_EF], cfg->ef);
     put_double(&w, n[CFG_EF_MOMENTUM], cfg->ef_momentum);
+    put_double(&w, n[CFG_MOMENTUM], cfg->momentum);
+    put(&w, "%s=%" PRIu64 "\n", n[CFG_WARMUP], cfg->warmup);
     put_size(&w, n[CFG_EF_MAX_BYTES], cfg->ef_max_bytes);
     put_size(&w, n[CFG_MIN_BYTES], cfg->min_bytes);
     if (cfg->max_bytes == UINT64_MAX) put(&w, "%s=off\n", n[CFG_MAX_BYTES]);

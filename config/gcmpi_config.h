@@ -38,6 +38,9 @@ typedef struct gcmpi_config {
                                          auto is resolved at load (gcmpi_ef_auto) */
     int ef_auto;                      /* GCMPI_EF was auto: describe says so */
     double ef_momentum;               /* GCMPI_EF_MOMENTUM: DGC momentum correction, 0 = off */
+    double momentum;                  /* GCMPI_MOMENTUM: the application's momentum, corrected
+                                         transparently (pmpi/coll_momentum.c), 0 = off */
+    uint64_t warmup;                  /* GCMPI_WARMUP: calls of a sparse codec's ratio warm-up */
     uint64_t ef_max_bytes;            /* GCMPI_EF_MAX_BYTES: residual memory bound per process */
     uint64_t min_bytes;               /* GCMPI_MIN_BYTES: smaller messages pass through */
     uint64_t max_bytes;               /* GCMPI_MAX_BYTES: larger messages pass through;

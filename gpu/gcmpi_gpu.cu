@@ -18,6 +18,8 @@
 
 #include <cuda_runtime.h>
 
+#include <float.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -489,6 +491,83 @@ static void scratch_release(gcmpi_gpu_ctx *ctx, scratch *s)
         if (s->p[i]) (void)cudaFreeAsync(s->p[i], ctx->stream);
 }
 
+/* ---- non-finite input (codecs/payload.c, GC_HF_NONFINITE) -------------------
+ * One flag pass per encode; an overflow step (rare) is encoded and decoded
+ * by the CPU code on a host copy, so the payload is payload.c's byte for
+ * byte and the residual is left untouched. */
+
+__global__ void k_any_nonfinite(const float *g, size_t n, unsigned *flag)
+{
+    GRID_STRIDE(i, n) if (!(fabsf(g[i]) <= FLT_MAX)) *flag = 1u;
+}
+
+/* 1 when g (device) holds inf or NaN, 0 when not, or a gc error. */
+static size_t device_nonfinite(gcmpi_gpu_ctx *ctx, const float *g, size_t n)
+{
+    unsigned any = 0;
+    if (n == 0) return 0;
+    if (cudaMemsetAsync(ctx->flag, 0, sizeof *ctx->flag, ctx->stream) != cudaSuccess)
+        return GC_ERR(GENERIC);
+    k_any_nonfinite<<<blocks_for(n, 256), 256, 0, ctx->stream>>>(g, n, ctx->flag);
+    if (cudaMemcpyAsync(&any, ctx->flag, sizeof any, cudaMemcpyDeviceToHost, ctx->stream) != cudaSuccess)
+        return GC_ERR(GENERIC);
+    size_t r = sync_status(ctx);
+    return gc_is_error(r) ? r : (size_t)(any != 0);
+}
+
+/* The flagged payload of g (device) into dst (host or device). */
+static size_t encode_nonfinite_on_host(gcmpi_gpu_ctx *ctx, const gc_codec *c, const float *g,
+                                       size_t n, const gc_params *p, void *dst, size_t cap)
+{
+    float *host = (float *)malloc(n * sizeof(float));
+    uint8_t *out = (uint8_t *)malloc(cap);
+    size_t r = GC_ERR(ALLOC);
+    if (host && out) {
+        r = cudaMemcpyAsync(host, g, n * sizeof(float), cudaMemcpyDeviceToHost, ctx->stream)
+                    == cudaSuccess ? sync_status(ctx) : GC_ERR(GENERIC);
+        if (!gc_is_error(r)) r = gc_encode(c, host, NULL, n, p, 0, out, cap, NULL);
+        if (!gc_is_error(r)) {
+            if (gcmpi_gpu_is_device_pointer(dst)) {
+                size_t done = cudaMemcpyAsync(dst, out, r, cudaMemcpyHostToDevice, ctx->stream)
+                                      == cudaSuccess ? sync_status(ctx) : GC_ERR(GENERIC);
+                if (gc_is_error(done)) r = done;
+            } else {
+                memcpy(dst, out, r);
+            }
+        }
+    }
+    free(host);
+    free(out);
+    return r;
+}
+
+/* acc (device) += what a flagged payload (host) decodes to. */
+static size_t decode_nonfinite_on_host(gcmpi_gpu_ctx *ctx, const void *src, size_t len,
+                                       float *acc, size_t n)
+{
+    float *host = (float *)malloc((n ? n : 1) * sizeof(float));
+    if (!host) return GC_ERR(ALLOC);
+    /* -0 is the identity of addition (acc + -0 keeps acc's -0, +0 does not) */
+    for (size_t i = 0; i < n; i++) host[i] = -0.0f;
+    size_t r = gc_decode_add(src, len, host, n, NULL);
+    if (!gc_is_error(r) && n) {
+        scratch s = {{NULL, NULL, NULL}};
+        float *d = (float *)scratch_get(ctx, &s, 0, n * sizeof(float));
+        if (!d || cudaMemcpyAsync(d, host, n * sizeof(float), cudaMemcpyHostToDevice, ctx->stream)
+                      != cudaSuccess) {
+            r = d ? GC_ERR(GENERIC) : GC_ERR(ALLOC);
+        } else {
+            k_none_decode<<<blocks_for(n, 256), 256, 0, ctx->stream>>>(d, acc, n);
+            r = sync_status(ctx);
+        }
+        scratch_release(ctx, &s);
+        size_t done = sync_status(ctx);
+        if (!gc_is_error(r) && gc_is_error(done)) r = done;
+    }
+    free(host);
+    return gc_is_error(r) ? r : 0;
+}
+
 /* ---- encode ----------------------------------------------------------------- */
 
 /* Queue the kernels that write the body of codec id into body (device). */
@@ -570,6 +649,9 @@ extern "C" size_t gcmpi_gpu_encode(gcmpi_gpu_ctx *ctx, const gc_codec *c, const 
     const size_t body = body_size(id, n, p->bucket);
     if (cap - GC_HEADER_SIZE < body) return GC_ERR(DST_TOO_SMALL);
     const int dst_dev = gcmpi_gpu_is_device_pointer(dst);
+    const size_t nonfinite = device_nonfinite(ctx, g, n);
+    if (gc_is_error(nonfinite)) return nonfinite;
+    if (nonfinite) return encode_nonfinite_on_host(ctx, c, g, n, p, dst, cap);
 
     scratch s = {{NULL, NULL, NULL}};
     uint8_t *stage = (uint8_t *)scratch_get(ctx, &s, 1, body);
@@ -649,6 +731,7 @@ extern "C" size_t gcmpi_gpu_decode_add(gcmpi_gpu_ctx *ctx, const void *src, size
     if (!id_supported(info.codec_id) || (info.flags & GC_HF_ZSTD)) return GC_ERR(UNSUPPORTED);
     if (!ctx) return GC_ERR(GENERIC);
     if (n > 0 && !gcmpi_gpu_is_device_pointer(acc)) return GC_ERR(PARAM);
+    if (info.flags & GC_HF_NONFINITE) return decode_nonfinite_on_host(ctx, src, len, acc, n);
 
     size_t bucket = 1;
     const unsigned id = info.codec_id;

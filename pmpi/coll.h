@@ -37,6 +37,8 @@ typedef struct gcmpi_call_stats {
     double   encode_s, decode_s, comm_s;
     double   eg_code_bits, eg_fl_bits; /* eg: summed bits (for per-element averages) */
     uint64_t eg_elements;
+    int      nonfinite_in;    /* this rank's input held inf or NaN: sent as it
+                                 is, no residual or momentum updated */
 } gcmpi_call_stats;
 
 /* Per-buffer slot of one (buffer, count) key, from the shim's store.
@@ -47,6 +49,9 @@ typedef struct gcmpi_ef_slot {
     float *server;     /* rsag: server residual of this rank's chunk     */
     float *state;      /* codec state: powersgd's Q (warm start), DGC
                           momentum u                                     */
+    float *momentum;   /* GCMPI_MOMENTUM (allreduce): 2*count floats, the
+                          local momentum u, then the application's momentum
+                          m as the library mirrors it (coll_momentum.c)  */
     void *adapt;       /* the adaptive layer's block (gc_adapt.h)        */
     int fresh;         /* 1 on the first call with this key              */
     int adapt_fresh;   /* 1 when adapt is new (zeroed, not initialised)  */
@@ -61,6 +66,13 @@ typedef struct gcmpi_ef_slot {
  * can choose. */
 void gcmpi_coll_slot_sizes(const gcmpi_config *cfg, gcmpi_algo algo, size_t count,
                            int comm_size, size_t *server_floats, size_t *state_floats);
+
+/* Floats of a slot's momentum part (GCMPI_MOMENTUM) for an allreduce of
+ * count floats: 2*count when on, else 0. The shim asks for them after the
+ * codec state (one entry, so eviction drops all of a key's state at once)
+ * and gcmpi_coll_slot_split points slot->momentum at them. */
+size_t gcmpi_coll_momentum_floats(const gcmpi_config *cfg, size_t count);
+void gcmpi_coll_slot_split(gcmpi_ef_slot *slot, size_t state_floats, size_t momentum_floats);
 
 /* The largest powersgd rank a call can use under cfg (cfg->params.rank
  * unless EDGC adapts it). */

@@ -9,6 +9,12 @@
  *                 exchanges instead of four, and quantises once, not twice;
  *   sparse codecs allgather while p <= 8 (p small payloads beat four
  *                 exchanges), rsag above;
+ *   sign, onebit  the same: rsag would re-quantise the sum of p sign
+ *                 vectors to one sign per element with a second
+ *                 residual, and that second, coarse quantisation of an
+ *                 already delayed sum is what made sign and onebit with
+ *                 error feedback and momentum diverge at lr 0.05 (README,
+ *                 "sign and onebit"); all-gathering quantises once;
  *   dense codecs  rsag, about 2c bytes per rank whatever p (int8 too; its
  *                 native form is there when forced).
  * Native has no payload, so when the zstd stage or CRC is asked for, auto
@@ -43,7 +49,7 @@ gcmpi_algo gcmpi_coll_choose(const gcmpi_config *cfg, size_t count, int comm_siz
     if (!payload_only && (codec_is(c, "none") || codec_is(c, "randk") || codec_is(c, "powersgd")))
         return GCMPI_ALGO_NATIVE;
     if (codec_is(c, "powersgd") || comm_size <= 2) return GCMPI_ALGO_ALLGATHER;
-    if (gc_codec_flags(c) & GC_SPARSE)
+    if ((gc_codec_flags(c) & GC_SPARSE) || codec_is(c, "sign") || codec_is(c, "onebit"))
         return comm_size <= 8 ? GCMPI_ALGO_ALLGATHER : GCMPI_ALGO_RSAG;
     return GCMPI_ALGO_RSAG;
 }
@@ -70,9 +76,52 @@ void gcmpi_coll_slot_sizes(const gcmpi_config *cfg, gcmpi_algo algo, size_t coun
     if (algo == GCMPI_ALGO_NATIVE && codec_is(cfg->codec, "powersgd")) {
         gc_powersgd_shape s = gc_powersgd_shape_of(count, gcmpi_coll_max_rank(cfg));
         *state_floats = s.cols * s.rank; /* the warm-start Q */
-    } else if (gcmpi_coll_momentum_on(cfg)) {
-        *state_floats = count; /* DGC momentum u */
+    } else if (cfg->ef_momentum > 0.0 && (gc_codec_flags(cfg->codec) & GC_SPARSE)) {
+        *state_floats = count; /* DGC momentum u (GCMPI_MOMENTUM's is in slot->momentum) */
     }
+}
+
+size_t gcmpi_coll_momentum_floats(const gcmpi_config *cfg, size_t count)
+{
+    /* the shim keeps residuals (and so this state) for lossy codecs only */
+    const int residuals = cfg->ef && !(gc_codec_flags(cfg->codec) & GC_LOSSLESS);
+    return cfg->momentum > 0.0 && residuals ? 2 * count : 0;
+}
+
+/* Under GCMPI_MOMENTUM every rank must return the same S_t - beta*m, so
+ * the mirrors of m must agree: when any rank's state is new or was evicted
+ * (a per-rank event), every rank restarts its momentum, u and m, at 0 (the
+ * sum is then of g + r alone and the optimizer's own momentum carries the
+ * past). One int, MAX. */
+static int agree_momentum(gcmpi_coll_ctx *ctx, size_t count, gcmpi_ef_slot *ef)
+{
+    int lost = !(ef && ef->momentum) || ef->fresh, any = 0;
+    double t0 = PMPI_Wtime();
+    int rc = PMPI_Allreduce(&lost, &any, 1, MPI_INT, MPI_MAX, ctx->comm);
+    ctx->stats->comm_s += PMPI_Wtime() - t0;
+    ctx->stats->bytes_sent += sizeof lost;
+    if (rc == MPI_SUCCESS && any && ef && ef->momentum)
+        memset(ef->momentum, 0, 2 * count * sizeof(float));
+    return rc;
+}
+
+void gcmpi_coll_slot_split(gcmpi_ef_slot *slot, size_t state_floats, size_t momentum_floats)
+{
+    if (!slot->state || momentum_floats == 0) return;
+    slot->momentum = slot->state + state_floats;
+    if (state_floats == 0) slot->state = NULL;
+}
+
+int gcmpi_coll_dispatch(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in, float *out,
+                        size_t count, gcmpi_ef_slot *ef)
+{
+    switch (algo) {
+    case GCMPI_ALGO_ALLGATHER: return gcmpi_allreduce_allgather(ctx, in, out, count, ef);
+    case GCMPI_ALGO_NATIVE: return gcmpi_allreduce_native(ctx, in, out, count, ef);
+    case GCMPI_ALGO_RSAG:
+    case GCMPI_ALGO_AUTO: break;
+    }
+    return gcmpi_allreduce_rsag(ctx, in, out, count, ef);
 }
 
 int gcmpi_allreduce_compressed(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in,
@@ -91,13 +140,24 @@ int gcmpi_allreduce_compressed(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float
         rc = MPI_SUCCESS;
     } else if (!gcmpi_coll_supports(ctx->cfg->codec, algo)) {
         rc = MPI_ERR_ARG;
+    } else if (gcmpi_coll_momentum_floats(ctx->cfg, count) &&
+               (rc = agree_momentum(ctx, count, ef)) != MPI_SUCCESS) {
+        /* rc is the same on every rank */
+    } else if (!gc_all_finite(in, count)) {
+        /* An overflow step (inf or NaN in this rank's gradient): sent as it
+         * is (a flagged payload; native paths mark its blocks), so the sum
+         * is non-finite where MPI_SUM's is, and neither the residual nor
+         * the momentum takes the value. */
+        gcmpi_ef_slot bare = {0};
+        if (ef) bare = *ef;
+        bare.residual = NULL;
+        bare.momentum = NULL;
+        ctx->stats->nonfinite_in = 1;
+        rc = gcmpi_coll_dispatch(ctx, algo, in, out, count, ef ? &bare : NULL);
+    } else if (ef && ef->momentum) {
+        rc = gcmpi_coll_momentum_allreduce(ctx, algo, in, out, count, ef);
     } else {
-        switch (algo) {
-        case GCMPI_ALGO_ALLGATHER: rc = gcmpi_allreduce_allgather(ctx, in, out, count, ef); break;
-        case GCMPI_ALGO_NATIVE: rc = gcmpi_allreduce_native(ctx, in, out, count, ef); break;
-        case GCMPI_ALGO_RSAG:
-        case GCMPI_ALGO_AUTO: rc = gcmpi_allreduce_rsag(ctx, in, out, count, ef); break;
-        }
+        rc = gcmpi_coll_dispatch(ctx, algo, in, out, count, ef);
     }
     ctx->stats = caller_stats;
     return rc;

@@ -132,12 +132,28 @@ static inline uint64_t gcmpi_coll_seed(const gcmpi_coll_ctx *ctx, unsigned stage
 
 /* ---- error feedback ------------------------------------------------------- */
 
-/* DGC momentum correction runs for sparse codecs when configured; dense
- * codecs have no "sent" set to clear and use plain error feedback. */
+/* GCMPI_EF_MOMENTUM: DGC momentum correction inside the encodes, with
+ * momentum factor masking, for sparse codecs; dense codecs have no "sent"
+ * set to clear. (GCMPI_MOMENTUM is handled around the algorithms instead,
+ * coll_momentum.c.) */
+static inline float gcmpi_coll_momentum(const gcmpi_config *cfg)
+{
+    return (float)cfg->ef_momentum;
+}
+
 static inline int gcmpi_coll_momentum_on(const gcmpi_config *cfg)
 {
-    return cfg->ef_momentum > 0.0 && (gc_codec_flags(cfg->codec) & GC_SPARSE);
+    return gcmpi_coll_momentum(cfg) > 0.0f && (gc_codec_flags(cfg->codec) & GC_SPARSE);
 }
+
+/* The algorithm for algo (never auto), without momentum handling. */
+int gcmpi_coll_dispatch(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in, float *out,
+                        size_t count, gcmpi_ef_slot *ef);
+
+/* Transparent momentum correction around gcmpi_coll_dispatch
+ * (coll_momentum.c); ef->momentum is set. */
+int gcmpi_coll_momentum_allreduce(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in,
+                                  float *out, size_t count, gcmpi_ef_slot *ef);
 
 /* Adds what the encoder measured (eg bits) to the call's statistics. */
 static inline void gcmpi_coll_note_encode(gcmpi_coll_ctx *ctx)
@@ -160,7 +176,7 @@ static inline size_t gcmpi_coll_encode(gcmpi_coll_ctx *ctx, const float *g, floa
     const gcmpi_config *cfg = ctx->cfg;
     size_t len;
     if (r && u && gcmpi_coll_momentum_on(cfg))
-        len = gc_encode_momentum(cfg->codec, g, u, r, n, (float)cfg->ef_momentum, &cfg->params,
+        len = gc_encode_momentum(cfg->codec, g, u, r, n, gcmpi_coll_momentum(cfg), &cfg->params,
                                  seed, dst, cap, ctx->ws);
     else
         len = gc_encode(cfg->codec, g, r, n, &cfg->params, seed, dst, cap, ctx->ws);

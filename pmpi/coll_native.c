@@ -119,6 +119,19 @@ VEC_CLONES static uint32_t accumulate(float *restrict r, float *restrict u,
     return top;
 }
 
+#define RANDK_MARK_BLOCK 4096
+
+/* mark[b] = sum of the non-finite values of block b of in (0: none); all
+ * zero without a scan when the caller found in finite. */
+static void nonfinite_marks(const float *in, size_t n, int nonfinite, float *mark)
+{
+    const size_t marks = (n + RANDK_MARK_BLOCK - 1) / RANDK_MARK_BLOCK;
+    memset(mark, 0, marks * sizeof(float));
+    if (!nonfinite) return;
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(in[i])) mark[i / RANDK_MARK_BLOCK] += in[i];
+}
+
 static int native_randk(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t count,
                         gcmpi_ef_slot *ef)
 {
@@ -126,9 +139,16 @@ static int native_randk(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t
     gcmpi_call_stats *st = ctx->stats;
     const size_t k = gc_randk_count(count, &cfg->params);
     if (gc_is_error(k)) return gcmpi_coll_mpi_error(gc_error_code(k));
+    /* After the k values, one float per block of RANDK_MARK_BLOCK elements:
+     * what the block's non-finite inputs sum to (0 when finite), so MPI_SUM
+     * makes the result non-finite in every block where its own sum of the
+     * inputs would be, although randk sends none of those elements. */
+    const size_t marks = (count + RANDK_MARK_BLOCK - 1) / RANDK_MARK_BLOCK;
     uint32_t *idx = gcmpi_scratch_get(ctx->scratch, GCMPI_SCR_AUX, k * sizeof(uint32_t));
-    float *val = gcmpi_scratch_get(ctx->scratch, GCMPI_SCR_CHUNK, k * sizeof(float));
+    float *val = gcmpi_scratch_get(ctx->scratch, GCMPI_SCR_CHUNK, (k + marks) * sizeof(float));
     if (!idx || !val) return MPI_ERR_NO_MEM;
+    float *mark = val + k;
+    nonfinite_marks(in, count, ctx->stats->nonfinite_in, mark);
 
     double t0 = PMPI_Wtime();
     /* The indices depend only on shared values: the same on every rank, and
@@ -142,7 +162,7 @@ static int native_randk(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t
     float *res = ef ? ef->residual : NULL;
     float *mom = ef && res && gcmpi_coll_momentum_on(cfg) ? ef->state : NULL;
     if (res) {
-        const uint32_t top = accumulate(res, mom, in, count, (float)cfg->ef_momentum);
+        const uint32_t top = accumulate(res, mom, in, count, gcmpi_coll_momentum(cfg));
         /* Sent: scale * v. Left: v - scale * v (zero without scaling).
          * Momentum is cleared where sent (DGC's momentum factor masking). */
         for (size_t j = 0; j < k; j++) {
@@ -161,12 +181,18 @@ static int native_randk(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t
     }
     st->encode_s += PMPI_Wtime() - t0;
 
-    int rc = allreduce_big(ctx, NULL, val, k, MPI_FLOAT, sizeof(float), MPI_SUM);
+    int rc = allreduce_big(ctx, NULL, val, k + marks, MPI_FLOAT, sizeof(float), MPI_SUM);
     if (rc != MPI_SUCCESS) return rc;
 
     t0 = PMPI_Wtime();
     memset(out, 0, count * sizeof(float));
     for (size_t j = 0; j < k; j++) out[idx[j]] = val[j];
+    for (size_t b = 0; b < marks; b++) {
+        if (mark[b] == 0.0f) continue;
+        const size_t lo = b * RANDK_MARK_BLOCK;
+        const size_t hi = count - lo < RANDK_MARK_BLOCK ? count : lo + RANDK_MARK_BLOCK;
+        for (size_t i = lo; i < hi; i++) out[i] += mark[b];
+    }
     st->decode_s += PMPI_Wtime() - t0;
     return MPI_SUCCESS;
 }
@@ -364,12 +390,15 @@ static int native_powersgd(gcmpi_coll_ctx *ctx, const float *in, float *out, siz
     if (rc != MPI_SUCCESS) return rc;
 
     t0 = PMPI_Wtime();
+    /* Another rank's input was not finite: P is not, and the residual
+     * must not take it: it keeps M (nothing usable was sent). */
+    const int p_finite = gc_all_finite(pm, np);
     gc_powersgd_orthonormalize(s, pm);
     gc_powersgd_q(s, m, count, pm, q_local);
     if (res && !finite) {
         /* A non-finite value would stay in the residual for good: drop it. */
         memset(res, 0, count * sizeof(float));
-    } else if (res) {
+    } else if (res && p_finite) {
         /* residual = M - P Q_local^T: decompress_add with -Q_local. */
         negate(q_local, nq);
         gc_powersgd_decompress_add(s, pm, q_local, res, count);

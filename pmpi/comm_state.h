@@ -13,6 +13,7 @@
 #include "eligible.h"
 #include "stats.h"
 #include "timeline.h"
+#include "warmup.h"
 
 typedef struct gcmpi_comm_state {
     MPI_Comm user;              /* the communicator the state is attached to  */
@@ -34,6 +35,7 @@ typedef struct gcmpi_comm_state {
                                    GCMPI_ALLGATHER_EF=1 and a lossy
                                    GCMPI_ALLGATHER_CODEC                      */
     gcmpi_stats stats[GCMPI_KIND_COUNT];
+    gcmpi_warmup warmup;        /* GCMPI_WARMUP: allreduce calls per size     */
     gcmpi_timeline *timeline;   /* allreduce calls; rank 0 of MPI_COMM_WORLD
                                    only, created on the first call            */
     char label[GCMPI_LABEL_LEN];

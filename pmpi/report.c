@@ -110,6 +110,12 @@ static size_t collect_warnings(const gcmpi_config *cfg, const gcmpi_stats_row *r
             snprintf(w[k++], WARNING_LEN,
                      "WARNING: %llu compressed calls on %s (%s) returned an MPI error",
                      (unsigned long long)s->calls_failed, r->comm, kind);
+        if (s->calls_nonfinite > 0)
+            snprintf(w[k++], WARNING_LEN,
+                     "NOTE: %llu inputs (calls times ranks) on %s (%s) held inf or NaN "
+                     "(overflow steps): their sums were non-finite like MPI_SUM's and no "
+                     "residual or momentum took the value",
+                     (unsigned long long)s->calls_nonfinite, r->comm, kind);
     }
     return k;
 }
@@ -419,7 +425,7 @@ static int write_json(const char *path, const gcmpi_config *cfg, const char *mpi
         json_string(f, r->codec);
         fprintf(f,
                 ", \"ranks\": %d,\n     \"calls_compressed\": %llu, \"calls_passed\": %llu, "
-                "\"calls_failed\": %llu,\n     \"bytes_offered\": %llu, \"bytes_sent\": %llu, "
+                "\"calls_failed\": %llu, \"nonfinite_inputs\": %llu,\n     \"bytes_offered\": %llu, \"bytes_sent\": %llu, "
                 "\"ratio\": %.6g,\n     \"encode_s\": %.6g, \"decode_s\": %.6g, \"comm_s\": %.6g,"
                 "\n     \"ef_created\": %llu, \"ef_reused\": %llu, \"ef_evicted\": %llu, "
                 "\"ef_missed\": %llu,\n     \"verify_calls\": %llu, \"verify_rel_err_mean\": "
@@ -428,6 +434,7 @@ static int write_json(const char *path, const gcmpi_config *cfg, const char *mpi
                 r->ranks, (unsigned long long)collective_calls(r, s->calls_compressed),
                 (unsigned long long)collective_calls(r, s->calls_passed),
                 (unsigned long long)collective_calls(r, s->calls_failed),
+                (unsigned long long)s->calls_nonfinite,
                 (unsigned long long)s->bytes_offered, (unsigned long long)s->bytes_sent,
                 ratio_of(s), per_rank(r, s->encode_s), per_rank(r, s->decode_s),
                 per_rank(r, s->comm_s), (unsigned long long)s->ef.created,
@@ -466,7 +473,7 @@ static void publish(const gcmpi_config *cfg, int nranks, gcmpi_stats_row *all, s
     mpi_version[strcspn(mpi_version, "\n")] = '\0';
 
     gcmpi_stats_row *rows = malloc((n_all ? n_all : 1) * sizeof *rows);
-    char(*warnings)[WARNING_LEN] = calloc(3 * n_all + 1, WARNING_LEN);
+    char(*warnings)[WARNING_LEN] = calloc(4 * n_all + 1, WARNING_LEN); /* 4 a row at most */
     if (!rows || !warnings) {
         fprintf(stderr, "libgcmpi: out of memory; no statistics report\n");
         free(rows);

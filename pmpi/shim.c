@@ -285,9 +285,15 @@ static gcmpi_ef_entry *residual_of(gcmpi_comm_state *st, const gcmpi_ef_key *key
         slot->fresh = slot->adapt_fresh = 1;
         return NULL;
     }
-    size_t server = 0, state = 0;
-    if (residuals) gcmpi_coll_slot_sizes(c, algo, key->count, st->size, &server, &state);
-    return gcmpi_ef_acquire(st->ef, key, residuals ? key->count : 0, server, state, adapt, slot);
+    size_t server = 0, state = 0, momentum = 0;
+    if (residuals) {
+        gcmpi_coll_slot_sizes(c, algo, key->count, st->size, &server, &state);
+        if (allreduce) momentum = gcmpi_coll_momentum_floats(c, key->count);
+    }
+    gcmpi_ef_entry *e = gcmpi_ef_acquire(st->ef, key, residuals ? key->count : 0, server,
+                                         state + momentum, adapt, slot);
+    gcmpi_coll_slot_split(slot, state, momentum);
+    return e;
 }
 
 /* A copy for GCMPI_VERIFY; stops the job when memory runs out, because
@@ -406,6 +412,17 @@ static int allreduce_run(gcmpi_comm_state *st, MPI_Comm comm, const void *sendbu
         ctx.cfg = &call;
         used = &call.params;
         rc = gcmpi_adapt_begin(&ac, &cfg, st, &ctx, &slot, in, count, &call, &send);
+    }
+    /* DGC's warm-up: a floor under the configured or adapted ratio, from a
+     * call position all ranks share. */
+    if (has_ratio() && cfg.warmup > 0 && rc == MPI_SUCCESS) {
+        const double warm = gcmpi_warmup_ratio(&st->warmup, count, used->ratio, cfg.warmup);
+        if (warm > used->ratio) {
+            if (!adaptive) call = cfg;
+            ctx.cfg = &call;
+            used = &call.params;
+            call.params.ratio = warm;
+        }
     }
 
     if (cfg.verbose >= 3) trace_call(st, GCMPI_KIND_ALLREDUCE, count, algo, &slot, used);

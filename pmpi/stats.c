@@ -20,6 +20,7 @@ void gcmpi_stats_add_call(gcmpi_stats *s, const gcmpi_call_stats *c, int failed)
         return;
     }
     s->calls_compressed++;
+    s->calls_nonfinite += c->nonfinite_in != 0;
     s->bytes_offered += c->bytes_offered;
     s->bytes_sent += c->bytes_sent;
     s->encode_s += c->encode_s;
@@ -49,6 +50,7 @@ void gcmpi_stats_merge(gcmpi_stats *into, const gcmpi_stats *from)
     into->calls_passed += from->calls_passed;
     for (int k = 0; k < GCMPI_SKIP_KINDS; k++) into->passed_by[k] += from->passed_by[k];
     into->calls_failed += from->calls_failed;
+    into->calls_nonfinite += from->calls_nonfinite;
     into->bytes_offered += from->bytes_offered;
     into->bytes_sent += from->bytes_sent;
     into->encode_s += from->encode_s;

@@ -17,6 +17,8 @@ typedef struct gcmpi_stats {
     uint64_t calls_passed;      /* float sums on this communicator left to PMPI_* */
     uint64_t passed_by[GCMPI_SKIP_KINDS]; /* calls_passed by reason (gcmpi_skip_key) */
     uint64_t calls_failed;      /* compressed calls that returned an MPI error   */
+    uint64_t calls_nonfinite;   /* compressed calls whose input on this rank held
+                                   inf or NaN (sent without error feedback)     */
     uint64_t bytes_offered;     /* count * sizeof(float) of compressed calls     */
     uint64_t bytes_sent;        /* what the algorithms handed to PMPI_*          */
     double encode_s, decode_s, comm_s;

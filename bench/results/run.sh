@@ -35,6 +35,12 @@
 #             algorithm (one quantisation instead of rsag's two) and with
 #             64-element buckets; learning rate 0.01 (baseline, sign, topk);
 #             the baseline with seeds 2 and 3 (the seed-to-seed spread).
+#   unmodified (--accuracy-unmodified, instead of the experiments above)
+#             the application unchanged (no trainer options: lr 0.05,
+#             momentum 0.9), only GCMPI_* variables, GCMPI_MOMENTUM=0.9 and
+#             the default warm-up, RANKS ranks over shared memory (accuracy
+#             does not depend on the link), EPOCHS epochs, seeds SEEDS="1 2":
+#             the baseline and every codec of README's accuracy table.
 #   profile   (--profile) perf record of a 1-epoch topk run at 4 ranks over
 #             shared memory; perf report into DIR/profile-topk.txt.
 # The whole script takes about 30-40 minutes on 2 cores.
@@ -47,7 +53,7 @@ cd "$repo"
 out=results-tmp/results
 docs=docs/results
 only=""
-do_speed=1 do_accuracy=1 do_profile=0 do_investigate=0
+do_speed=1 do_accuracy=1 do_profile=0 do_investigate=0 do_unmodified=0
 RANKS=${RANKS:-4}
 EPOCHS=${EPOCHS:-10}
 SPEED_EPOCHS=${SPEED_EPOCHS:-2}
@@ -65,6 +71,7 @@ while [ $# -gt 0 ]; do
     --skip-accuracy) do_accuracy=0; shift ;;
     --profile) do_profile=1; shift ;;
     --investigate) do_investigate=1; shift ;;
+    --accuracy-unmodified) do_unmodified=1 do_speed=0 do_accuracy=0; shift ;;
     --quick) EPOCHS=1 SPEED_EPOCHS=1 SPEED_REPEATS=1 SUBSET=6000; shift ;;  # smoke test of the script
     -h|--help) sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown option $1; see --help" >&2; exit 2 ;;
@@ -152,6 +159,32 @@ if [ "$do_investigate" = 1 ]; then
   done
 fi
 
+if [ "$do_unmodified" = 1 ]; then
+  # Unchanged application: the library is told the optimizer's momentum.
+  um="GCMPI_MOMENTUM=0.9"
+  um_runs=(
+    "baseline|"
+    "fp16|GCMPI_CODEC=fp16 $um"
+    "int8|GCMPI_CODEC=int8 $um"
+    "qsgd4|GCMPI_CODEC=qsgd GCMPI_BITS=4 $um"
+    "sign|GCMPI_CODEC=sign $um"
+    "onebit|GCMPI_CODEC=onebit $um"
+    "topk|GCMPI_CODEC=topk GCMPI_RATIO=0.01 $um"
+    "dgc|GCMPI_CODEC=dgc GCMPI_RATIO=0.001 $um"
+    "topkq-var|GCMPI_CODEC=topkq GCMPI_RATIO=0.01 GCMPI_ADAPT=variance $um"
+    "eg|GCMPI_CODEC=eg $um"
+    "powersgd|GCMPI_CODEC=powersgd $um"
+  )
+  echo "== unmodified application: $RANKS ranks, $EPOCHS epochs, shared memory, seeds ${SEEDS:-1 2}" >&2
+  for s in ${SEEDS:-1 2}; do
+    for spec in "${um_runs[@]}"; do
+      IFS='|' read -r name vars <<< "$spec"
+      selected "$name" || continue
+      SEED=$s run "um-$name-s$s" "$RANKS" "$EPOCHS" shm "$vars" "" || true
+    done
+  done
+fi
+
 if [ "$do_profile" = 1 ] && command -v perf >/dev/null; then
   echo "== profile: perf record, topk at $RANKS ranks, 1 epoch, shared memory" >&2
   perf record -F 499 -g -o "$out/perf-topk.data" -- \
@@ -162,4 +195,8 @@ if [ "$do_profile" = 1 ] && command -v perf >/dev/null; then
 fi
 
 echo "== experiments took $((SECONDS - start)) s; plotting" >&2
+if [ "$do_unmodified" = 1 ]; then
+  /usr/bin/python3 "$here/plot_unmodified.py" "$out" "$docs"
+  exit 0
+fi
 /usr/bin/python3 "$here/plot.py" "$out" "$docs"

@@ -56,6 +56,7 @@ uint8_t *fuzz_frame_wrap(const gc_codec *codec, const uint8_t *data, size_t size
         if (body_len) memcpy(payload + GC_HEADER_SIZE, body, body_len);
     }
 
+    if ((want & FUZZ_FRAME_NONFINITE) && !(hflags & GC_HF_ZSTD)) hflags |= GC_HF_NONFINITE;
     uint32_t crc = 0;
     if (want & FUZZ_FRAME_CRC) {
         hflags |= GC_HF_CRC;

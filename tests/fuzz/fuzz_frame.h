@@ -16,6 +16,8 @@
 #define FUZZ_FRAME_PREFIX 3
 #define FUZZ_FRAME_CRC  (1u << 0)  /* the harness adds a CRC32C of the body   */
 #define FUZZ_FRAME_ZSTD (1u << 1)  /* the harness zstd-compresses the body    */
+#define FUZZ_FRAME_NONFINITE (1u << 2) /* flag the body as a non-finite one
+                                          (GC_HF_NONFINITE; without zstd)  */
 
 static inline void fuzz_frame_prefix(uint8_t out[FUZZ_FRAME_PREFIX], unsigned flags,
                                      uint16_t n)

@@ -26,7 +26,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (r == 0) {
         check(info.version == GC_FORMAT_VERSION, "accepted another format version");
         check(gc_codec_by_id(info.codec_id) != NULL, "accepted an unknown codec id");
-        check((info.flags & ~(unsigned)(GC_HF_CRC | GC_HF_ZSTD)) == 0, "accepted unknown flags");
+        check((info.flags & ~(unsigned)(GC_HF_CRC | GC_HF_ZSTD | GC_HF_NONFINITE)) == 0,
+              "accepted unknown flags");
+        check(!((info.flags & GC_HF_ZSTD) && (info.flags & GC_HF_NONFINITE)),
+              "accepted zstd with a non-finite body");
         check(info.length >= GC_HEADER_SIZE && info.length <= size, "length outside [32, input]");
         gc_payload_info again;
         check(gc_payload_info_get(data, (size_t)info.length, &again) == 0,

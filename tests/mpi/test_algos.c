@@ -103,6 +103,7 @@ static void ef_alloc(ef_buf *e, const harness *h, gcmpi_algo algo, size_t count)
 {
     size_t server = 0, state = 0;
     gcmpi_coll_slot_sizes(&h->cfg, algo, count, h->ctx.size, &server, &state);
+    memset(&e->slot, 0, sizeof e->slot);
     e->slot.residual = calloc(count ? count : 1, sizeof(float));
     e->slot.server = server ? calloc(server, sizeof(float)) : NULL;
     e->slot.state = state ? calloc(state, sizeof(float)) : NULL;
@@ -436,8 +437,9 @@ static void test_native_randk_is_exact_on_the_chosen_indices(harness *h)
         bad += out[i] != want;
     }
     CHECK(bad == 0, "%zu elements differ", bad);
-    CHECK(h->stats.bytes_sent == k * sizeof(float), "sent %llu bytes for k=%zu",
-          (unsigned long long)h->stats.bytes_sent, k);
+    /* the k values and one non-finite mark per 4096 elements */
+    CHECK(h->stats.bytes_sent == (k + (n + 4095) / 4096) * sizeof(float),
+          "sent %llu bytes for k=%zu", (unsigned long long)h->stats.bytes_sent, k);
     free(in), free(out), free(kept), free(idx);
 }
 
@@ -627,6 +629,134 @@ static void test_allgather_op_places_every_block(harness *h)
         }
 }
 
+/* A slot as the shim makes it under GCMPI_MOMENTUM: codec state, then u and
+ * the application's momentum (2n floats). */
+static void ef_alloc_momentum(ef_buf *e, harness *h, gcmpi_algo algo, size_t n)
+{
+    size_t server = 0, state = 0;
+    gcmpi_coll_slot_sizes(&h->cfg, algo, n, h->ctx.size, &server, &state);
+    const size_t mom = gcmpi_coll_momentum_floats(&h->cfg, n);
+    memset(&e->slot, 0, sizeof e->slot);
+    e->slot.residual = calloc(n, sizeof(float));
+    e->slot.server = server ? calloc(server, sizeof(float)) : NULL;
+    e->slot.state = calloc(state + mom, sizeof(float));
+    e->slot.fresh = 1;
+    gcmpi_coll_slot_split(&e->slot, state, mom);
+}
+
+/* GCMPI_MOMENTUM with fp16 (nearly exact, error feedback on): the library
+ * sends u = beta*u + g and returns S_t - beta*m, so the application's
+ * momentum m = beta*m + out is the momentum of the exact sums to within
+ * fp16's rounding, which error feedback keeps from accumulating, on every
+ * algorithm fp16 runs on. */
+static void test_transparent_momentum_tracks_the_exact_momentum(harness *h)
+{
+    const int p = h->ctx.size;
+    const size_t n = 3000;
+    const float beta = 0.9f;
+    float *g = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float));
+    float *m = malloc(n * sizeof(float));
+    double *ref = malloc(n * sizeof(double)), *sum = malloc(n * sizeof(double));
+    for (size_t a = 0; a < 2; a++) {
+        const gcmpi_algo algo = all_algos[a];
+        use_codec(h, "fp16");
+        h->cfg.momentum = beta;
+        ef_buf ef;
+        ef_alloc_momentum(&ef, h, algo, n);
+        CHECK(ef.slot.momentum != NULL, "no momentum part");
+        memset(m, 0, n * sizeof(float));
+        memset(ref, 0, n * sizeof(double));
+        double worst = 0;
+        for (int t = 0; t < 12; t++) {
+            memset(sum, 0, n * sizeof(double));
+            for (int r = 0; r < p; r++) {
+                fill_laplace(g, n, r + 17 * t);
+                for (size_t i = 0; i < n; i++) sum[i] += g[i];
+            }
+            fill_laplace(g, n, h->ctx.rank + 17 * t);
+            int rc = allreduce(h, algo, g, out, n, &ef.slot);
+            CHECK(rc == MPI_SUCCESS, "%s: rc %d", algo_name(algo), rc);
+            CHECK(same_on_all_ranks(h, out, n), "%s: ranks differ", algo_name(algo));
+            for (size_t i = 0; i < n; i++) {
+                m[i] = beta * m[i] + out[i];
+                ref[i] = beta * ref[i] + sum[i];
+                double e = fabs(m[i] - ref[i]) / (fabs(ref[i]) + 1.0);
+                if (e > worst) worst = e;
+            }
+        }
+        /* fp16 keeps 11 bits of u (about 10 times the gradient): ~5e-3
+         * here; without the correction the error is of order 1 */
+        CHECK(worst < 2e-2, "%s: application momentum off by %g", algo_name(algo), worst);
+        h->cfg.momentum = 0.0;
+        free(ef.slot.residual), free(ef.slot.server), free(ef.slot.state ? ef.slot.state
+                                                                          : ef.slot.momentum);
+    }
+    free(g), free(out), free(m), free(ref), free(sum);
+}
+
+/* Every codec the algorithm carries, with and without GCMPI_MOMENTUM: a
+ * call where one rank's gradient holds NaN and another's +inf gives a
+ * result that is NaN / non-finite there on every rank (the rest finite,
+ * except powersgd, whose low-rank factors spread it), leaves every
+ * residual and momentum finite, and the next finite call is finite. */
+static void test_nonfinite_inputs_behave_like_mpi_sum(harness *h)
+{
+    const int p = h->ctx.size;
+    const size_t n = 20000, at_nan = 777, at_inf = 18000;
+    float *g = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float));
+    for (size_t ci = 0; ci < gc_codec_count(); ci++) {
+        if (!codec_selected(ci)) continue;
+        const char *name = gc_codec_name(gc_codec_at(ci));
+        const int spreads = strcmp(name, "powersgd") == 0;
+        for (size_t a = 0; a < 3; a++)
+            for (int mom = 0; mom < 2; mom++) {
+                const gcmpi_algo algo = all_algos[a];
+                use_codec(h, name);
+                h->cfg.params.ratio = 0.05;
+                if (!gcmpi_coll_supports(h->cfg.codec, algo)) continue;
+                h->cfg.momentum = mom ? 0.9 : 0.0;
+                ef_buf ef;
+                ef_alloc_momentum(&ef, h, algo, n);
+                fill_laplace(g, n, h->ctx.rank);
+                int rc = allreduce(h, algo, g, out, n, &ef.slot);
+                CHECK(rc == MPI_SUCCESS, "%s %s: rc %d", name, algo_name(algo), rc);
+                fill_laplace(g, n, h->ctx.rank + 5);
+                if (h->ctx.rank == p - 1) g[at_nan] = NAN;
+                if (h->ctx.rank == 0) g[at_inf] = INFINITY;
+                h->stats.nonfinite_in = 0;
+                rc = allreduce(h, algo, g, out, n, &ef.slot);
+                CHECK(rc == MPI_SUCCESS, "%s %s: rc %d", name, algo_name(algo), rc);
+                CHECK(isnan(out[at_nan]), "%s %s m%d: out[nan] = %g", name, algo_name(algo), mom,
+                      (double)out[at_nan]);
+                CHECK(!isfinite(out[at_inf]), "%s %s m%d: out[inf] = %g", name, algo_name(algo),
+                      mom, (double)out[at_inf]);
+                size_t finite_far = 0, far = 0;
+                for (size_t i = 0; i < n; i++)
+                    /* outside a 512-bucket (of a chunk) and randk's 4096-blocks */
+                    if (i > at_nan + 4096 && i + 4096 < at_inf)
+                        far++, finite_far += isfinite(out[i]) != 0;
+                CHECK(spreads || finite_far == far, "%s %s m%d: %zu of %zu far elements not finite",
+                      name, algo_name(algo), mom, far - finite_far, far);
+                CHECK(h->stats.nonfinite_in == (h->ctx.rank == 0 || h->ctx.rank == p - 1),
+                      "%s %s: nonfinite_in %d", name, algo_name(algo), h->stats.nonfinite_in);
+                CHECK(gc_all_finite(ef.slot.residual, n), "%s %s m%d: residual not finite", name,
+                      algo_name(algo), mom);
+                if (ef.slot.momentum)
+                    CHECK(gc_all_finite(ef.slot.momentum, 2 * n), "%s %s: momentum not finite",
+                          name, algo_name(algo));
+                fill_laplace(g, n, h->ctx.rank + 9);
+                rc = allreduce(h, algo, g, out, n, &ef.slot);
+                CHECK(rc == MPI_SUCCESS && gc_all_finite(out, n), "%s %s m%d: next call not finite",
+                      name, algo_name(algo), mom);
+                CHECK(same_on_all_ranks(h, out, n), "%s %s: ranks differ", name, algo_name(algo));
+                h->cfg.momentum = 0.0;
+                free(ef.slot.residual), free(ef.slot.server),
+                    free(ef.slot.state ? ef.slot.state : ef.slot.momentum);
+            }
+    }
+    free(g), free(out);
+}
+
 /* Auto picks by codec and p; forced algorithms are returned as given. */
 static void test_auto_choice_follows_the_documented_rule(harness *h)
 {
@@ -639,7 +769,8 @@ static void test_auto_choice_follows_the_documented_rule(harness *h)
         {"topk", 9, GCMPI_ALGO_RSAG},       {"dgc", 4, GCMPI_ALGO_ALLGATHER},
         {"int8", 4, GCMPI_ALGO_RSAG},       {"qsgd", 3, GCMPI_ALGO_RSAG},
         {"fp16", 16, GCMPI_ALGO_RSAG},      {"int8", 2, GCMPI_ALGO_ALLGATHER},
-        {"topk", 2, GCMPI_ALGO_ALLGATHER},
+        {"topk", 2, GCMPI_ALGO_ALLGATHER},  {"sign", 4, GCMPI_ALGO_ALLGATHER},
+        {"onebit", 8, GCMPI_ALGO_ALLGATHER}, {"sign", 16, GCMPI_ALGO_RSAG},
     };
     for (size_t i = 0; i < sizeof rule / sizeof rule[0]; i++) {
         cfg.codec = gc_codec_by_name(rule[i].codec);
@@ -693,6 +824,8 @@ int main(int argc, char **argv)
         T(test_bytes_sent_are_what_went_to_mpi),
         T(test_allgather_op_places_every_block),
         T(test_auto_choice_follows_the_documented_rule),
+        T(test_transparent_momentum_tracks_the_exact_momentum),
+        T(test_nonfinite_inputs_behave_like_mpi_sum),
 #undef T
     };
     /* test_algos [test-name-part] [codec,codec...] */

@@ -1575,3 +1575,35 @@ Test(exact_calls, settings_read_back_and_change_the_hash)
     /* auto under topk is none: naming none is the same configuration. */
     cr_assert_eq(hash_of(ENV("GCMPI_CODEC=topk", "GCMPI_ALLGATHER_CODEC=none")), h[N]);
 }
+
+Test(combinations, application_momentum_and_library_momentum_are_refused_together)
+{
+    load_fails_with(ENV("GCMPI_CODEC=topk", "GCMPI_MOMENTUM=0.9", "GCMPI_EF_MOMENTUM=0.9"),
+                    "libgcmpi: GCMPI_MOMENTUM=0.9 cannot be used with GCMPI_EF_MOMENTUM=0.9; set "
+                    "GCMPI_MOMENTUM to the momentum of an unchanged optimizer, or "
+                    "GCMPI_EF_MOMENTUM when the job's own momentum is 0, not both");
+}
+
+Test(combinations, application_momentum_works_with_every_codec)
+{
+    for (size_t i = 0; i < gc_codec_count(); i++) {
+        char entry[64];
+        snprintf(entry, sizeof entry, "GCMPI_CODEC=%s", gc_codec_name(gc_codec_at(i)));
+        load_ok(ENV(entry, "GCMPI_MOMENTUM=0.9"));
+        cr_assert_eq(cfg.momentum, 0.9);
+    }
+    load_fails_with(ENV("GCMPI_MOMENTUM=1"),
+                    "libgcmpi: GCMPI_MOMENTUM=1 is out of range; expected a number in [0, 1)");
+}
+
+Test(combinations, warmup_is_a_count_of_calls_from_zero)
+{
+    load_ok(ENV("GCMPI_CODEC=topk"));
+    cr_assert_eq(cfg.warmup, 1000);
+    load_ok(ENV("GCMPI_CODEC=topk", "GCMPI_WARMUP=0"));
+    cr_assert_eq(cfg.warmup, 0);
+    load_fails_with(ENV("GCMPI_WARMUP=-1"),
+                    "libgcmpi: GCMPI_WARMUP=-1 is out of range; expected an integer >= 0");
+    load_fails_with(ENV("GCMPI_WARMUP=ten"),
+                    "libgcmpi: GCMPI_WARMUP=ten is not an integer; expected an integer >= 0");
+}

@@ -1,0 +1,1 @@
+mpirun -np 4 -x LD_PRELOAD=/work/wt/accuracy/build-results/pmpi/libgcmpi.so -x GCMPI_STATS=/work/wt/accuracy/results-tmp/unmodified/um-int8-s1.stats.json -x GCMPI_CODEC=int8 -x GCMPI_MOMENTUM=0.9 /work/wt/accuracy/build-results/bench/train/gcmpi-train --epochs 10 --seed 1 --json /work/wt/accuracy/results-tmp/unmodified/um-int8-s1.train.json 
