@@ -141,6 +141,19 @@ static int get_count64(const judge *j, cfg_var v, long long hi, const char *expe
     return 1;
 }
 
+/* GCMPI_NODE_SIZE: auto (0: MPI says which ranks share memory) or a
+ * positive number of ranks per node. */
+static int get_node_size(const judge *j, int *out)
+{
+    const char *s = raw(j, CFG_NODE_SIZE);
+    if (!s || strcmp(s, "auto") == 0) return 1;
+    uint64_t q = 0;
+    if (!get_count64(j, CFG_NODE_SIZE, INT_MAX, "auto or an integer in [1, 2147483647]", &q))
+        return 0;
+    *out = (int)q;
+    return 1;
+}
+
 /* GCMPI_RATIO: a number in (0, 1], or auto (GCMPI_RATIO_BUDGET decides). */
 static int get_ratio(const judge *j, gcmpi_config *c)
 {
@@ -529,7 +542,7 @@ static int judge_adapt_values(const judge *j, gcmpi_config *c)
 static int judge_values(const judge *j, gcmpi_config *c)
 {
     static const char *const codings[] = {"fixed", "elias", NULL};
-    static const char *const algos[] = {"auto", "allgather", "rsag", "native", NULL};
+    static const char *const algos[] = {"auto", "allgather", "rsag", "native", "hier", NULL};
     gc_params *p = &c->params;
     int randk_unbiased = 0, crc = 0, coding = 0, algo = GCMPI_ALGO_AUTO;
     uint64_t bucket = p->bucket;
@@ -565,9 +578,11 @@ static int judge_values(const judge *j, gcmpi_config *c)
     if (!get_number(j, CFG_EF_MOMENTUM, 0, 0, 1, 1, "a number in [0, 1)", &c->ef_momentum)) return 0;
     if (!get_size(j, CFG_EF_MAX_BYTES, UINT64_MAX, &c->ef_max_bytes)) return 0;
     if (!get_size(j, CFG_MIN_BYTES, UINT64_MAX, &c->min_bytes)) return 0;
-    if (!get_keyword(j, CFG_ALGO, algos, "an algorithm", "auto, allgather, rsag or native", &algo))
+    if (!get_keyword(j, CFG_ALGO, algos, "an algorithm", "auto, allgather, rsag, native or hier",
+                     &algo))
         return 0;
     c->algo = (gcmpi_algo)algo;
+    if (!get_node_size(j, &c->node_size)) return 0;
     if (!get_seed(j, &c->seed)) return 0;
     if (!get_comm(j, c)) return 0;
     if (!get_stats(j, c)) return 0;
@@ -758,4 +773,11 @@ void gcmpi_config_load(gcmpi_config *cfg, gcmpi_config_result *res, char *const 
     if (ok) *cfg = c;
     else gcmpi_config_defaults(cfg);
     res->ok = ok;
+}
+
+const char *gcmpi_algo_name(gcmpi_algo algo)
+{
+    static const char *const names[GCMPI_ALGO_COUNT] = {"auto", "allgather", "rsag", "native",
+                                                        "hier"};
+    return (unsigned)algo < GCMPI_ALGO_COUNT ? names[algo] : "?";
 }

@@ -59,8 +59,12 @@
       "bound on residual memory per process; least recently used residuals are evicted")      \
     X(MIN_BYTES, "GCMPI_MIN_BYTES", "size", "4K", ">= 0",                                      \
       "messages smaller than this pass through uncompressed")                                  \
-    X(ALGO, "GCMPI_ALGO", "keyword", "auto", "auto, allgather, rsag, native",                  \
-      "compressed collective; native only for none, randk, int8, powersgd")                   \
+    X(ALGO, "GCMPI_ALGO", "keyword", "auto", "auto, allgather, rsag, native, hier",            \
+      "compressed collective; native only for none, randk, int8, powersgd; hier reduces "     \
+      "inside each node and compresses between nodes only")                                   \
+    X(NODE_SIZE, "GCMPI_NODE_SIZE", "integer or auto", "auto", "auto or 1..2^31-1",             \
+      "ranks per node for hier: auto asks MPI which ranks share memory; q groups ranks "       \
+      "0..q-1, q..2q-1, ... (one host emulating several nodes)")                               \
     X(SEED, "GCMPI_SEED", "uint64", "42", "0..2^64-1 (decimal or 0x hex)",                     \
       "seed of stochastic rounding and random selection (same on every rank)")                \
     X(COMM, "GCMPI_COMM", "list", "world", "world, all, or up to 16 comma-separated names",    \

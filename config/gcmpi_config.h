@@ -14,7 +14,12 @@ typedef enum gcmpi_algo {
     GCMPI_ALGO_ALLGATHER,
     GCMPI_ALGO_RSAG,
     GCMPI_ALGO_NATIVE,
+    GCMPI_ALGO_HIER,     /* node-aware: native inside nodes, compressed between */
+    GCMPI_ALGO_COUNT
 } gcmpi_algo;
+
+/* The GCMPI_ALGO keyword of algo ("?" for a value out of range). */
+const char *gcmpi_algo_name(gcmpi_algo algo);
 
 typedef enum gcmpi_comm_select {
     GCMPI_COMM_WORLD_ONLY = 0, /* GCMPI_COMM=world (default): communicators congruent
@@ -40,6 +45,7 @@ typedef struct gcmpi_config {
     uint64_t ef_max_bytes;            /* GCMPI_EF_MAX_BYTES: residual memory bound per process */
     uint64_t min_bytes;               /* GCMPI_MIN_BYTES: smaller messages pass through */
     gcmpi_algo algo;                  /* GCMPI_ALGO */
+    int node_size;                    /* GCMPI_NODE_SIZE: ranks per node, 0 = auto */
     uint64_t seed;                    /* GCMPI_SEED */
     gcmpi_comm_select comm;           /* GCMPI_COMM */
     int n_comm_names;

@@ -66,6 +66,27 @@ void gcmpi_coll_slot_sizes(const gcmpi_config *cfg, gcmpi_algo algo, size_t coun
  * unless EDGC adapts it). */
 unsigned gcmpi_coll_max_rank(const gcmpi_config *cfg);
 
+/* Which ranks of a communicator share a node (coll_hier.c): a node
+ * communicator and one of the nodes' leaders (local rank 0 of each node).
+ * Built once per communicator and kept in its state. */
+typedef struct gcmpi_nodes {
+    MPI_Comm node;      /* the ranks of this rank's node, in rank order      */
+    MPI_Comm leaders;   /* local rank 0 of every node, in node order;
+                           MPI_COMM_NULL on the other ranks                 */
+    int node_rank, node_size; /* this rank in its node, its node's size     */
+    int node_index;     /* this rank's node: 0 .. n_nodes-1                  */
+    int n_nodes;        /* nodes of the communicator (same on all ranks)     */
+    int max_node_size;  /* ranks of the largest node (same on all ranks)     */
+} gcmpi_nodes;
+
+/* Splits comm into nodes: ranks that share memory
+ * (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)) when node_size is 0, else
+ * consecutive blocks of node_size ranks (GCMPI_NODE_SIZE: one host
+ * emulating several nodes; the last node may be smaller). Collective over
+ * comm. Returns an MPI error code; *out is NULL on failure. */
+int gcmpi_nodes_create(MPI_Comm comm, int node_size, gcmpi_nodes **out);
+void gcmpi_nodes_free(gcmpi_nodes *nodes);
+
 typedef struct gcmpi_coll_ctx {
     MPI_Comm comm;             /* private duplicate: never the user's comm */
     int rank, size;
@@ -74,11 +95,19 @@ typedef struct gcmpi_coll_ctx {
     gc_workspace *ws;          /* this communicator's codec workspace      */
     gcmpi_scratch *scratch;    /* this communicator's buffers              */
     gcmpi_call_stats *stats;   /* filled by the algorithm                  */
+    gcmpi_nodes **nodes;       /* the communicator's node split, built by
+                                  hier on first use and kept by the owner
+                                  (freed with gcmpi_nodes_free); NULL: hier
+                                  builds one per call                       */
 } gcmpi_coll_ctx;
 
 /* The algorithm auto picks (or cfg->algo when forced) for this call.
  * A pure function of arguments all ranks share. */
 gcmpi_algo gcmpi_coll_choose(const gcmpi_config *cfg, size_t count, int comm_size);
+
+/* The fixed rule (coll_choose.c) over comm_size ranks, whatever cfg->algo
+ * says: never hier. hier runs it between its nodes. */
+gcmpi_algo gcmpi_coll_rule(const gcmpi_config *cfg, size_t count, int comm_size);
 
 /* out[0..count) = sum over ranks of in[0..count), compressed with
  * cfg->codec. in may equal out (MPI_IN_PLACE resolved by the shim).

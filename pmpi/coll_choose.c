@@ -36,8 +36,13 @@ int gcmpi_coll_supports(const gc_codec *codec, gcmpi_algo algo)
 
 gcmpi_algo gcmpi_coll_choose(const gcmpi_config *cfg, size_t count, int comm_size)
 {
-    (void)count; /* eligible calls are large enough that size does not change the pick */
     if (cfg->algo != GCMPI_ALGO_AUTO) return cfg->algo;
+    return gcmpi_coll_rule(cfg, count, comm_size);
+}
+
+gcmpi_algo gcmpi_coll_rule(const gcmpi_config *cfg, size_t count, int comm_size)
+{
+    (void)count; /* eligible calls are large enough that size does not change the pick */
     const gc_codec *c = cfg->codec;
     const int payload_only = cfg->params.zstd_level > 0 || (cfg->params.flags & GC_PF_CRC);
     if (!payload_only && (codec_is(c, "none") || codec_is(c, "randk") || codec_is(c, "powersgd")))
@@ -66,6 +71,13 @@ void gcmpi_coll_slot_sizes(const gcmpi_config *cfg, gcmpi_algo algo, size_t coun
     if (algo == GCMPI_ALGO_AUTO) algo = gcmpi_coll_choose(cfg, count, comm_size);
     const int p = comm_size > 0 ? comm_size : 1;
     *server_floats = algo == GCMPI_ALGO_RSAG ? gcmpi_chunk_len(count, p, 0) : 0;
+    if (algo == GCMPI_ALGO_HIER) {
+        /* Between nodes the rule runs; it picks rsag only for 3 nodes or
+         * more, whose largest chunk is at most ceil(count / 3). The node
+         * count is not known here, so the bound covers every case. */
+        *server_floats = gcmpi_chunk_len(count, 3, 0);
+        algo = gcmpi_coll_rule(cfg, count, comm_size);
+    }
     *state_floats = 0;
     if (algo == GCMPI_ALGO_NATIVE && codec_is(cfg->codec, "powersgd")) {
         gc_powersgd_shape s = gc_powersgd_shape_of(count, gcmpi_coll_max_rank(cfg));
@@ -85,20 +97,24 @@ int gcmpi_allreduce_compressed(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float
     ctx->stats->bytes_offered = (uint64_t)count * sizeof(float);
 
     if (algo == GCMPI_ALGO_AUTO) algo = gcmpi_coll_choose(ctx->cfg, count, ctx->size);
-    int rc = MPI_SUCCESS;
-    /* count is the same on every rank: an empty call is a no-op everywhere. */
-    if (count == 0) {
-        rc = MPI_SUCCESS;
-    } else if (!gcmpi_coll_supports(ctx->cfg->codec, algo)) {
-        rc = MPI_ERR_ARG;
-    } else {
-        switch (algo) {
-        case GCMPI_ALGO_ALLGATHER: rc = gcmpi_allreduce_allgather(ctx, in, out, count, ef); break;
-        case GCMPI_ALGO_NATIVE: rc = gcmpi_allreduce_native(ctx, in, out, count, ef); break;
-        case GCMPI_ALGO_RSAG:
-        case GCMPI_ALGO_AUTO: rc = gcmpi_allreduce_rsag(ctx, in, out, count, ef); break;
-        }
-    }
+    int rc = gcmpi_coll_run(ctx, algo, in, out, count, ef);
     ctx->stats = caller_stats;
     return rc;
+}
+
+int gcmpi_coll_run(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in, float *out,
+                   size_t count, gcmpi_ef_slot *ef)
+{
+    /* count is the same on every rank: an empty call is a no-op everywhere. */
+    if (count == 0) return MPI_SUCCESS;
+    if (!gcmpi_coll_supports(ctx->cfg->codec, algo)) return MPI_ERR_ARG;
+    switch (algo) {
+    case GCMPI_ALGO_ALLGATHER: return gcmpi_allreduce_allgather(ctx, in, out, count, ef);
+    case GCMPI_ALGO_NATIVE: return gcmpi_allreduce_native(ctx, in, out, count, ef);
+    case GCMPI_ALGO_HIER: return gcmpi_allreduce_hier(ctx, in, out, count, ef);
+    case GCMPI_ALGO_RSAG: return gcmpi_allreduce_rsag(ctx, in, out, count, ef);
+    case GCMPI_ALGO_AUTO:
+    case GCMPI_ALGO_COUNT: break;
+    }
+    return MPI_ERR_ARG;
 }

@@ -43,6 +43,13 @@ int gcmpi_allreduce_rsag(gcmpi_coll_ctx *ctx, const float *in, float *out, size_
                          gcmpi_ef_slot *ef);
 int gcmpi_allreduce_native(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t count,
                            gcmpi_ef_slot *ef);
+int gcmpi_allreduce_hier(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t count,
+                         gcmpi_ef_slot *ef);
+
+/* Runs algo (not auto) on ctx: the dispatch without the statistics reset
+ * of gcmpi_allreduce_compressed, for hier's call between nodes. */
+int gcmpi_coll_run(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in, float *out,
+                   size_t count, gcmpi_ef_slot *ef);
 
 /* ---- payload all-gather (coll_allgather.c), shared with rsag and the
  * compressed MPI_Allgather ------------------------------------------------ */

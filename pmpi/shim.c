@@ -223,13 +223,12 @@ static int has_ratio(void)
 static void trace_call(const gcmpi_comm_state *st, gcmpi_kind kind, size_t count,
                        gcmpi_algo algo, const gcmpi_ef_slot *slot, const gc_params *used)
 {
-    static const char *const algo_names[] = {"auto", "allgather", "rsag", "native"};
     char setting[64] = "";
     if (has_ratio()) snprintf(setting, sizeof setting, ", ratio %.9g", used->ratio);
     else if (codec_is("powersgd")) snprintf(setting, sizeof setting, ", rank %u", used->rank);
     fprintf(stderr, "libgcmpi: rank %d: %s of %zu floats on %s: %s, %s, call %llu%s\n", st->rank,
             gcmpi_kind_name(kind), count, st->label,
-            kind == GCMPI_KIND_ALLGATHER ? "blocks" : algo_names[algo],
+            kind == GCMPI_KIND_ALLGATHER ? "blocks" : gcmpi_algo_name(algo),
             !slot->residual ? "no residual" : slot->fresh ? "new residual" : "residual reused",
             (unsigned long long)st->calls, setting);
 }
@@ -255,6 +254,7 @@ static gcmpi_coll_ctx context_of(gcmpi_comm_state *st, gcmpi_call_stats *cs)
         .ws = st->ws,
         .scratch = &st->scratch,
         .stats = cs,
+        .nodes = &st->nodes,
     };
     return ctx;
 }
@@ -371,7 +371,8 @@ static int allreduce_run(gcmpi_comm_state *st, MPI_Comm comm, const void *sendbu
     int in_place = sendbuf == MPI_IN_PLACE;
     const float *in = in_place ? recvbuf : sendbuf;
     gcmpi_algo algo = gcmpi_coll_choose(&cfg, count, st->size);
-    gcmpi_ef_key key = {in_place ? NULL : sendbuf, recvbuf, count, GCMPI_KIND_ALLREDUCE};
+    gcmpi_ef_key key = {in_place ? NULL : sendbuf, recvbuf, count, GCMPI_KIND_ALLREDUCE,
+                        algo == GCMPI_ALGO_HIER};
     gcmpi_ef_slot slot;
     gcmpi_ef_entry *entry = residual_of(st, &key, algo, &slot);
     float *exact = NULL;
@@ -425,7 +426,7 @@ static int allgather_run(gcmpi_comm_state *st, MPI_Comm comm, const void *sendbu
     inside = 1;
     int in_place = sendbuf == MPI_IN_PLACE;
     const float *block = in_place ? (const float *)recvbuf + (size_t)st->rank * count : sendbuf;
-    gcmpi_ef_key key = {in_place ? NULL : sendbuf, recvbuf, count, GCMPI_KIND_ALLGATHER};
+    gcmpi_ef_key key = {in_place ? NULL : sendbuf, recvbuf, count, GCMPI_KIND_ALLGATHER, 0};
     gcmpi_ef_slot slot;
     gcmpi_ef_entry *entry = residual_of(st, &key, GCMPI_ALGO_ALLGATHER, &slot);
     float *copy = NULL;

@@ -34,6 +34,7 @@ typedef struct harness {
     gcmpi_config cfg;
     gcmpi_scratch scratch;
     gcmpi_call_stats stats;
+    gcmpi_nodes *nodes; /* hier's node split, kept like the shim keeps it */
     gcmpi_coll_ctx ctx;
 } harness;
 
@@ -43,6 +44,7 @@ static const char *algo_name(gcmpi_algo a)
     return a == GCMPI_ALGO_ALLGATHER ? "allgather"
            : a == GCMPI_ALGO_RSAG    ? "rsag"
            : a == GCMPI_ALGO_NATIVE  ? "native"
+           : a == GCMPI_ALGO_HIER    ? "hier"
                                      : "auto";
 }
 
@@ -57,11 +59,21 @@ static void harness_init(harness *h, MPI_Comm comm)
     h->ctx.ws = gc_workspace_create();
     h->ctx.scratch = &h->scratch;
     h->ctx.stats = &h->stats;
+    h->ctx.nodes = &h->nodes;
     h->ctx.call_seed = 12345;
+}
+
+/* hier's nodes: q consecutive ranks each (0: ranks sharing memory). */
+static void use_node_size(harness *h, int q)
+{
+    gcmpi_nodes_free(h->nodes);
+    h->nodes = NULL;
+    h->cfg.node_size = q;
 }
 
 static void harness_free(harness *h)
 {
+    gcmpi_nodes_free(h->nodes);
     gc_workspace_free(h->ctx.ws);
     gcmpi_scratch_free(&h->scratch);
     PMPI_Comm_free(&h->ctx.comm);
@@ -529,6 +541,152 @@ static void test_error_feedback_mean_approaches_the_true_sum(harness *h)
     free(in), free(out), free(x), free(sum), free(acc), free(mean);
 }
 
+/* ---- hier ------------------------------------------------------------------ */
+
+/* The node split by GCMPI_NODE_SIZE: blocks of q ranks, the last one
+ * smaller when q does not divide p; shape figures agree on all ranks. */
+static void test_hier_node_split_follows_node_size(harness *h)
+{
+    const int p = h->ctx.size, me = h->ctx.rank;
+    for (int q = 1; q <= p + 1; q++) {
+        use_node_size(h, q);
+        gcmpi_nodes *n = NULL;
+        int rc = gcmpi_nodes_create(h->ctx.comm, q, &n);
+        CHECK(rc == MPI_SUCCESS && n, "q=%d: rc %d", q, rc);
+        if (!n) continue;
+        const int nodes = (p + q - 1) / q;
+        CHECK(n->n_nodes == nodes, "q=%d: %d nodes, want %d", q, n->n_nodes, nodes);
+        CHECK(n->node_index == me / q, "q=%d: node %d, want %d", q, n->node_index, me / q);
+        CHECK(n->node_rank == me % q, "q=%d: local rank %d", q, n->node_rank);
+        CHECK(n->max_node_size == (q < p ? q : p), "q=%d: largest node %d", q, n->max_node_size);
+        CHECK((n->leaders != MPI_COMM_NULL) == (me % q == 0), "q=%d: leader", q);
+        gcmpi_nodes_free(n);
+    }
+    use_node_size(h, 0);
+}
+
+/* Codec none through hier sums integer-valued floats exactly for every
+ * node size (one node, one rank per node, uneven nodes), in place or not,
+ * with every rank holding the same bytes. */
+static void test_hier_none_sums_exactly_for_every_node_size(harness *h)
+{
+    const int p = h->ctx.size;
+    const size_t counts[] = {0, 1, (size_t)p + 1, 1000, 65537};
+    use_codec(h, "none");
+    for (int q = 1; q <= p; q++) {
+        use_node_size(h, q);
+        for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++)
+            for (int in_place = 0; in_place < 2; in_place++) {
+                const size_t n = counts[c];
+                float *in = malloc((n + 1) * sizeof(float));
+                float *out = malloc((n + 1) * sizeof(float));
+                for (size_t i = 0; i < n; i++) in[i] = int_value(h->ctx.rank, i);
+                if (in_place) memcpy(out, in, n * sizeof(float));
+                int rc = allreduce(h, GCMPI_ALGO_HIER, in_place ? out : in, out, n, NULL);
+                CHECK(rc == MPI_SUCCESS, "q=%d n=%zu: rc %d", q, n, rc);
+                size_t bad = 0;
+                for (size_t i = 0; i < n; i++) {
+                    float want = 0;
+                    for (int r = 0; r < p; r++) want += int_value(r, i);
+                    bad += out[i] != want;
+                }
+                CHECK(bad == 0, "q=%d n=%zu in_place=%d: %zu wrong sums", q, n, in_place, bad);
+                CHECK(same_on_all_ranks(h, out, n), "q=%d n=%zu: ranks differ", q, n);
+                free(in);
+                free(out);
+            }
+    }
+    use_node_size(h, 0);
+}
+
+/* Lossy codecs through hier (nodes of 2: uneven on 3 ranks): every rank
+ * ends with the same bytes, and the sum is as close as the codec allows
+ * (compressed once, between nodes, like a flat allgather of node sums). */
+static void test_hier_lossy_codecs_agree_and_stay_close(harness *h)
+{
+    static const struct { const char *codec; double bound; } cases[] = {
+        {"int8", 0.02}, {"fp16", 2e-3}, {"topk", 0.9}, {"sign", 0.9}, {"qsgd", 0.5},
+        {"randk", 1.0}, {"dgc", 0.9},
+    };
+    const int p = h->ctx.size;
+    const size_t n = 20000;
+    float *in = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float));
+    float *x = malloc(n * sizeof(float)), *sum = calloc(n, sizeof(float));
+    for (int r = 0; r < p; r++) {
+        fill_laplace(x, n, r);
+        for (size_t i = 0; i < n; i++) sum[i] += x[i];
+    }
+    fill_laplace(in, n, h->ctx.rank);
+    use_node_size(h, p > 2 ? 2 : 1);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        use_codec(h, cases[c].codec);
+        h->cfg.params.ratio = 0.25;
+        if (strcmp(cases[c].codec, "qsgd") == 0) h->cfg.params.bits = 8;
+        ef_buf ef;
+        ef_alloc(&ef, h, GCMPI_ALGO_HIER, n);
+        for (int call = 0; call < 2; call++) {
+            int rc = allreduce(h, GCMPI_ALGO_HIER, in, out, n, &ef.slot);
+            CHECK(rc == MPI_SUCCESS, "%s: rc %d", cases[c].codec, rc);
+            CHECK(same_on_all_ranks(h, out, n), "%s call %d: ranks differ", cases[c].codec, call);
+        }
+        const double e = rel_err(sum, out, n);
+        if (verbose && my_rank == 0) printf("  hier %-8s relative error %.3g\n", cases[c].codec, e);
+        CHECK(e <= cases[c].bound, "%s: relative error %g above %g", cases[c].codec, e,
+              cases[c].bound);
+        ef_free(&ef);
+    }
+    use_node_size(h, 0);
+    free(in), free(out), free(x), free(sum);
+}
+
+/* Error feedback through hier: each leader keeps the residual of its
+ * node's sum, so the running mean converges even when nodes differ in
+ * size (3 ranks in nodes of 2 and 1). */
+static void test_hier_error_feedback_converges_with_uneven_nodes(harness *h)
+{
+    static const char *const codecs[] = {"topk", "int8", "sign"};
+    const int p = h->ctx.size;
+    const size_t n = 2000;
+    float *in = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float));
+    float *x = malloc(n * sizeof(float)), *sum = calloc(n, sizeof(float));
+    double *acc = malloc(n * sizeof(double));
+    float *mean = malloc(n * sizeof(float));
+    for (int r = 0; r < p; r++) {
+        fill_laplace(x, n, r);
+        for (size_t i = 0; i < n; i++) sum[i] += x[i];
+    }
+    fill_laplace(in, n, h->ctx.rank);
+    use_node_size(h, p > 2 ? 2 : 1);
+    for (size_t c = 0; c < sizeof codecs / sizeof codecs[0]; c++) {
+        use_codec(h, codecs[c]);
+        h->cfg.params.ratio = 0.25;
+        ef_buf ef;
+        ef_alloc(&ef, h, GCMPI_ALGO_HIER, n);
+        memset(acc, 0, n * sizeof(double));
+        double e8 = 0, e64 = 0;
+        const int calls = strcmp(codecs[c], "sign") == 0 ? 256 : 64;
+        for (int t = 1; t <= calls; t++) {
+            int rc = allreduce(h, GCMPI_ALGO_HIER, in, out, n, &ef.slot);
+            CHECK(rc == MPI_SUCCESS, "%s: rc %d", codecs[c], rc);
+            for (size_t i = 0; i < n; i++) {
+                acc[i] += out[i];
+                mean[i] = (float)(acc[i] / t);
+            }
+            if (t == 8) e8 = rel_err(sum, mean, n);
+            if (t == calls) e64 = rel_err(sum, mean, n);
+        }
+        if (verbose && my_rank == 0)
+            printf("  hier %-6s mean error %.3g after 8 calls, %.3g after %d\n", codecs[c], e8,
+                   e64, calls);
+        CHECK(e8 > 0 || p == 1, "%s: nothing was compressed", codecs[c]);
+        CHECK(e64 <= 0.35 * e8, "%s: mean error %g after 8 calls, %g after %d", codecs[c], e8,
+              e64, calls);
+        ef_free(&ef);
+    }
+    use_node_size(h, 0);
+    free(in), free(out), free(x), free(sum), free(acc), free(mean);
+}
+
 /* A codec whose encode fails on rank 0 only: every rank must return the
  * same error (nobody waits in an exchange the others left), and the next
  * call on the same communicator works. */
@@ -693,6 +851,10 @@ int main(int argc, char **argv)
         T(test_bytes_sent_are_what_went_to_mpi),
         T(test_allgather_op_places_every_block),
         T(test_auto_choice_follows_the_documented_rule),
+        T(test_hier_node_split_follows_node_size),
+        T(test_hier_none_sums_exactly_for_every_node_size),
+        T(test_hier_lossy_codecs_agree_and_stay_close),
+        T(test_hier_error_feedback_converges_with_uneven_nodes),
 #undef T
     };
     /* test_algos [test-name-part] [codec,codec...] */
