@@ -539,10 +539,14 @@ static int judge_adapt_values(const judge *j, gcmpi_config *c)
     return get_number(j, CFG_VAR_TARGET, 0, 1, 1, 1, "a number in (0, 1)", &a->var.target);
 }
 
+#define ALGO_EXPECT "auto, rule, allgather, rsag, native, hier or passthrough"
+
 static int judge_values(const judge *j, gcmpi_config *c)
 {
     static const char *const codings[] = {"fixed", "elias", NULL};
-    static const char *const algos[] = {"auto", "allgather", "rsag", "native", "hier", NULL};
+    /* In gcmpi_algo's order: the index is the stored value. */
+    static const char *const algos[] = {"auto", "allgather", "rsag", "native", "hier",
+                                        "passthrough", "rule", NULL};
     gc_params *p = &c->params;
     int randk_unbiased = 0, crc = 0, coding = 0, algo = GCMPI_ALGO_AUTO;
     uint64_t bucket = p->bucket;
@@ -578,7 +582,7 @@ static int judge_values(const judge *j, gcmpi_config *c)
     if (!get_number(j, CFG_EF_MOMENTUM, 0, 0, 1, 1, "a number in [0, 1)", &c->ef_momentum)) return 0;
     if (!get_size(j, CFG_EF_MAX_BYTES, UINT64_MAX, &c->ef_max_bytes)) return 0;
     if (!get_size(j, CFG_MIN_BYTES, UINT64_MAX, &c->min_bytes)) return 0;
-    if (!get_keyword(j, CFG_ALGO, algos, "an algorithm", "auto, allgather, rsag, native or hier",
+    if (!get_keyword(j, CFG_ALGO, algos, "an algorithm", ALGO_EXPECT,
                      &algo))
         return 0;
     c->algo = (gcmpi_algo)algo;
@@ -777,7 +781,7 @@ void gcmpi_config_load(gcmpi_config *cfg, gcmpi_config_result *res, char *const 
 
 const char *gcmpi_algo_name(gcmpi_algo algo)
 {
-    static const char *const names[GCMPI_ALGO_COUNT] = {"auto", "allgather", "rsag", "native",
-                                                        "hier"};
+    static const char *const names[GCMPI_ALGO_COUNT] = {
+        "auto", "allgather", "rsag", "native", "hier", "passthrough", "rule", "sparse_rd"};
     return (unsigned)algo < GCMPI_ALGO_COUNT ? names[algo] : "?";
 }

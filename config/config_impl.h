@@ -59,9 +59,12 @@
       "bound on residual memory per process; least recently used residuals are evicted")      \
     X(MIN_BYTES, "GCMPI_MIN_BYTES", "size", "4K", ">= 0",                                      \
       "messages smaller than this pass through uncompressed")                                  \
-    X(ALGO, "GCMPI_ALGO", "keyword", "auto", "auto, allgather, rsag, native, hier",            \
-      "compressed collective; native only for none, randk, int8, powersgd; hier reduces "     \
-      "inside each node and compresses between nodes only")                                   \
+    X(ALGO, "GCMPI_ALGO", "keyword", "auto",                                                    \
+      "auto, rule, allgather, rsag, native, hier, passthrough",                               \
+      "collective algorithm; auto: the cost model's fastest per call size (measured once per " \
+      "communicator), rule: the fixed rule; native only for none, randk, int8, powersgd; "     \
+      "hier reduces inside each node and compresses between nodes only; passthrough sends "   \
+      "floats uncompressed")                                                                   \
     X(NODE_SIZE, "GCMPI_NODE_SIZE", "integer or auto", "auto", "auto or 1..2^31-1",             \
       "ranks per node for hier: auto asks MPI which ranks share memory; q groups ranks "       \
       "0..q-1, q..2q-1, ... (one host emulating several nodes)")                               \

@@ -15,6 +15,9 @@ typedef enum gcmpi_algo {
     GCMPI_ALGO_RSAG,
     GCMPI_ALGO_NATIVE,
     GCMPI_ALGO_HIER,     /* node-aware: native inside nodes, compressed between */
+    GCMPI_ALGO_PASS,     /* uncompressed: PMPI_Allreduce of the floats            */
+    GCMPI_ALGO_RULE,     /* the fixed rule of coll_choose.c (auto before the model) */
+    GCMPI_ALGO_SPARSE_RD, /* SparCML recursive doubling of sparse sets           */
     GCMPI_ALGO_COUNT
 } gcmpi_algo;
 

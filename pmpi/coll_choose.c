@@ -31,12 +31,35 @@ static int codec_is(const gc_codec *c, const char *name)
 int gcmpi_coll_supports(const gc_codec *codec, gcmpi_algo algo)
 {
     if (!codec) return 0;
-    return algo != GCMPI_ALGO_NATIVE || gcmpi_codec_has_native_path(codec);
+    switch (algo) {
+    case GCMPI_ALGO_NATIVE: return gcmpi_codec_has_native_path(codec);
+    case GCMPI_ALGO_SPARSE_RD: return 0;
+    case GCMPI_ALGO_AUTO:
+    case GCMPI_ALGO_COUNT: return 0;
+    default: return 1;
+    }
+}
+
+/* Uncompressed: MPI sums the floats, in pieces whose count fits an int.
+ * No residual is touched: nothing is dropped. */
+static int allreduce_passthrough(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t count)
+{
+    const size_t piece = (size_t)1 << 30;
+    int rc = MPI_SUCCESS;
+    double t0 = PMPI_Wtime();
+    for (size_t at = 0; at < count && rc == MPI_SUCCESS; at += piece) {
+        const int n = (int)(count - at < piece ? count - at : piece);
+        rc = PMPI_Allreduce(in == out ? MPI_IN_PLACE : (const void *)(in + at), out + at, n,
+                            MPI_FLOAT, MPI_SUM, ctx->comm);
+    }
+    ctx->stats->comm_s += PMPI_Wtime() - t0;
+    ctx->stats->bytes_sent += (uint64_t)count * sizeof(float);
+    return rc;
 }
 
 gcmpi_algo gcmpi_coll_choose(const gcmpi_config *cfg, size_t count, int comm_size)
 {
-    if (cfg->algo != GCMPI_ALGO_AUTO) return cfg->algo;
+    if (cfg->algo != GCMPI_ALGO_AUTO && cfg->algo != GCMPI_ALGO_RULE) return cfg->algo;
     return gcmpi_coll_rule(cfg, count, comm_size);
 }
 
@@ -68,7 +91,8 @@ unsigned gcmpi_coll_max_rank(const gcmpi_config *cfg)
 void gcmpi_coll_slot_sizes(const gcmpi_config *cfg, gcmpi_algo algo, size_t count,
                            int comm_size, size_t *server_floats, size_t *state_floats)
 {
-    if (algo == GCMPI_ALGO_AUTO) algo = gcmpi_coll_choose(cfg, count, comm_size);
+    if (algo == GCMPI_ALGO_AUTO || algo == GCMPI_ALGO_RULE)
+        algo = gcmpi_coll_choose(cfg, count, comm_size);
     const int p = comm_size > 0 ? comm_size : 1;
     *server_floats = algo == GCMPI_ALGO_RSAG ? gcmpi_chunk_len(count, p, 0) : 0;
     if (algo == GCMPI_ALGO_HIER) {
@@ -96,8 +120,11 @@ int gcmpi_allreduce_compressed(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float
     memset(ctx->stats, 0, sizeof *ctx->stats);
     ctx->stats->bytes_offered = (uint64_t)count * sizeof(float);
 
-    if (algo == GCMPI_ALGO_AUTO) algo = gcmpi_coll_choose(ctx->cfg, count, ctx->size);
-    int rc = gcmpi_coll_run(ctx, algo, in, out, count, ef);
+    int rc = MPI_SUCCESS;
+    if (algo == GCMPI_ALGO_AUTO || algo == GCMPI_ALGO_RULE) algo = gcmpi_coll_pick(ctx, count, &rc);
+    const double t0 = PMPI_Wtime();
+    if (rc == MPI_SUCCESS) rc = gcmpi_coll_run(ctx, algo, in, out, count, ef);
+    if (rc == MPI_SUCCESS) gcmpi_auto_note(ctx, count, algo, PMPI_Wtime() - t0);
     ctx->stats = caller_stats;
     return rc;
 }
@@ -113,7 +140,10 @@ int gcmpi_coll_run(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in, float 
     case GCMPI_ALGO_NATIVE: return gcmpi_allreduce_native(ctx, in, out, count, ef);
     case GCMPI_ALGO_HIER: return gcmpi_allreduce_hier(ctx, in, out, count, ef);
     case GCMPI_ALGO_RSAG: return gcmpi_allreduce_rsag(ctx, in, out, count, ef);
+    case GCMPI_ALGO_PASS: return allreduce_passthrough(ctx, in, out, count);
+    case GCMPI_ALGO_SPARSE_RD:
     case GCMPI_ALGO_AUTO:
+    case GCMPI_ALGO_RULE:
     case GCMPI_ALGO_COUNT: break;
     }
     return MPI_ERR_ARG;

@@ -98,13 +98,13 @@ static int node_bcast(float *buf, size_t count, MPI_Comm node)
  * picked on every rank for the same call). */
 static int nodes_of(gcmpi_coll_ctx *ctx, gcmpi_nodes **n, int *owned)
 {
-    *owned = ctx->nodes == NULL;
-    if (ctx->nodes && *ctx->nodes) {
-        *n = *ctx->nodes;
+    *owned = ctx->cache == NULL;
+    if (ctx->cache && ctx->cache->nodes) {
+        *n = ctx->cache->nodes;
         return MPI_SUCCESS;
     }
     int rc = gcmpi_nodes_create(ctx->comm, ctx->cfg->node_size, n);
-    if (rc == MPI_SUCCESS && ctx->nodes) *ctx->nodes = *n;
+    if (rc == MPI_SUCCESS && ctx->cache) ctx->cache->nodes = *n;
     return rc;
 }
 
@@ -134,8 +134,9 @@ int gcmpi_allreduce_hier(gcmpi_coll_ctx *ctx, const float *in, float *out, size_
         between.comm = n->leaders;
         between.rank = n->node_index;
         between.size = n->n_nodes;
-        between.nodes = NULL;
-        const gcmpi_algo algo = gcmpi_coll_rule(ctx->cfg, count, n->n_nodes);
+        between.cache = NULL;
+        const gcmpi_algo algo = ctx->cache && ctx->cache->model ? ctx->cache->model->inner
+                                : gcmpi_coll_rule(ctx->cfg, count, n->n_nodes);
         inner_rc = gcmpi_coll_run(&between, algo, out, out, count, ef);
     }
 

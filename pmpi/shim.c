@@ -254,7 +254,7 @@ static gcmpi_coll_ctx context_of(gcmpi_comm_state *st, gcmpi_call_stats *cs)
         .ws = st->ws,
         .scratch = &st->scratch,
         .stats = cs,
-        .nodes = &st->nodes,
+        .cache = &st->cache,
     };
     return ctx;
 }
@@ -267,7 +267,7 @@ static gcmpi_ef_entry *residual_of(gcmpi_comm_state *st, const gcmpi_ef_key *key
     const size_t adapt = key->kind == GCMPI_KIND_ALLREDUCE
                              ? gcmpi_adapt_slot_bytes(&cfg, (size_t)key->count)
                              : 0;
-    if (!st->ef || (!st->residuals && adapt == 0)) {
+    if (!st->ef || (!st->residuals && adapt == 0) || algo == GCMPI_ALGO_PASS) {
         memset(slot, 0, sizeof *slot);
         slot->fresh = slot->adapt_fresh = 1;
         return NULL;
@@ -370,7 +370,11 @@ static int allreduce_run(gcmpi_comm_state *st, MPI_Comm comm, const void *sendbu
     inside = 1;
     int in_place = sendbuf == MPI_IN_PLACE;
     const float *in = in_place ? recvbuf : sendbuf;
-    gcmpi_algo algo = gcmpi_coll_choose(&cfg, count, st->size);
+    gcmpi_call_stats cs = {.bytes_offered = count * sizeof(float)};
+    gcmpi_coll_ctx ctx = context_of(st, &cs);
+    int rc = MPI_SUCCESS;
+    /* auto measures the communicator on its first call (collective). */
+    gcmpi_algo algo = gcmpi_coll_pick(&ctx, count, &rc);
     gcmpi_ef_key key = {in_place ? NULL : sendbuf, recvbuf, count, GCMPI_KIND_ALLREDUCE,
                         algo == GCMPI_ALGO_HIER};
     gcmpi_ef_slot slot;
@@ -381,16 +385,13 @@ static int allreduce_run(gcmpi_comm_state *st, MPI_Comm comm, const void *sendbu
         if (count) memcpy(exact, in, count * sizeof(float));
     }
 
-    gcmpi_call_stats cs = {.bytes_offered = count * sizeof(float)};
-    gcmpi_coll_ctx ctx = context_of(st, &cs);
     /* count is the same on every rank: all adapt, or none does. Only then
      * is the configuration copied (it holds a few KiB of names and paths). */
-    const int adaptive = gc_adapt_active(&cfg.adapt) && count > 0;
+    const int adaptive = gc_adapt_active(&cfg.adapt) && count > 0 && rc == MPI_SUCCESS;
     gcmpi_config call;
     const gc_params *used = &cfg.params;
     gcmpi_adapt_call ac;
     const float *send = in;
-    int rc = MPI_SUCCESS;
     if (adaptive) {
         call = cfg;
         ctx.cfg = &call;
