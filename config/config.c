@@ -539,14 +539,14 @@ static int judge_adapt_values(const judge *j, gcmpi_config *c)
     return get_number(j, CFG_VAR_TARGET, 0, 1, 1, 1, "a number in (0, 1)", &a->var.target);
 }
 
-#define ALGO_EXPECT "auto, rule, allgather, rsag, native, hier or passthrough"
+#define ALGO_EXPECT "auto, rule, allgather, rsag, native, hier, sparse_rd or passthrough"
 
 static int judge_values(const judge *j, gcmpi_config *c)
 {
     static const char *const codings[] = {"fixed", "elias", NULL};
     /* In gcmpi_algo's order: the index is the stored value. */
     static const char *const algos[] = {"auto", "allgather", "rsag", "native", "hier",
-                                        "passthrough", "rule", NULL};
+                                        "passthrough", "rule", "sparse_rd", NULL};
     gc_params *p = &c->params;
     int randk_unbiased = 0, crc = 0, coding = 0, algo = GCMPI_ALGO_AUTO;
     uint64_t bucket = p->bucket;
@@ -709,6 +709,11 @@ static int judge_combinations(const judge *j, const gcmpi_config *c)
     if (c->algo == GCMPI_ALGO_NATIVE && !gcmpi_codec_has_native_path(c->codec)) {
         codec_list(names, sizeof names, keep_native, NULL);
         return bad(j, CFG_ALGO, "does not work with GCMPI_CODEC=%s; native works with: %s",
+                   gc_codec_name(c->codec), names);
+    }
+    if (c->algo == GCMPI_ALGO_SPARSE_RD && !(gc_codec_flags(c->codec) & GC_SPARSE)) {
+        codec_list(names, sizeof names, keep_sparse, NULL);
+        return bad(j, CFG_ALGO, "does not work with GCMPI_CODEC=%s; sparse_rd works with: %s",
                    gc_codec_name(c->codec), names);
     }
     /* On the native path MPI sums the values itself: there is no payload to

@@ -60,10 +60,11 @@
     X(MIN_BYTES, "GCMPI_MIN_BYTES", "size", "4K", ">= 0",                                      \
       "messages smaller than this pass through uncompressed")                                  \
     X(ALGO, "GCMPI_ALGO", "keyword", "auto",                                                    \
-      "auto, rule, allgather, rsag, native, hier, passthrough",                               \
+      "auto, rule, allgather, rsag, native, hier, sparse_rd, passthrough",                    \
       "collective algorithm; auto: the cost model's fastest per call size (measured once per " \
       "communicator), rule: the fixed rule; native only for none, randk, int8, powersgd; "     \
-      "hier reduces inside each node and compresses between nodes only; passthrough sends "   \
+      "hier reduces inside each node and compresses between nodes only; sparse_rd (sparse "  \
+      "codecs: topk, randk, dgc, topkq) sums sparse sets by recursive doubling; passthrough sends " \
       "floats uncompressed")                                                                   \
     X(NODE_SIZE, "GCMPI_NODE_SIZE", "integer or auto", "auto", "auto or 1..2^31-1",             \
       "ranks per node for hier: auto asks MPI which ranks share memory; q groups ranks "       \

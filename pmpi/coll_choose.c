@@ -33,7 +33,7 @@ int gcmpi_coll_supports(const gc_codec *codec, gcmpi_algo algo)
     if (!codec) return 0;
     switch (algo) {
     case GCMPI_ALGO_NATIVE: return gcmpi_codec_has_native_path(codec);
-    case GCMPI_ALGO_SPARSE_RD: return 0;
+    case GCMPI_ALGO_SPARSE_RD: return (gc_codec_flags(codec) & GC_SPARSE) != 0;
     case GCMPI_ALGO_AUTO:
     case GCMPI_ALGO_COUNT: return 0;
     default: return 1;
@@ -141,7 +141,7 @@ int gcmpi_coll_run(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in, float 
     case GCMPI_ALGO_HIER: return gcmpi_allreduce_hier(ctx, in, out, count, ef);
     case GCMPI_ALGO_RSAG: return gcmpi_allreduce_rsag(ctx, in, out, count, ef);
     case GCMPI_ALGO_PASS: return allreduce_passthrough(ctx, in, out, count);
-    case GCMPI_ALGO_SPARSE_RD:
+    case GCMPI_ALGO_SPARSE_RD: return gcmpi_allreduce_sparse_rd(ctx, in, out, count, ef);
     case GCMPI_ALGO_AUTO:
     case GCMPI_ALGO_RULE:
     case GCMPI_ALGO_COUNT: break;

@@ -45,6 +45,8 @@ int gcmpi_allreduce_native(gcmpi_coll_ctx *ctx, const float *in, float *out, siz
                            gcmpi_ef_slot *ef);
 int gcmpi_allreduce_hier(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t count,
                          gcmpi_ef_slot *ef);
+int gcmpi_allreduce_sparse_rd(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t count,
+                              gcmpi_ef_slot *ef);
 
 /* Runs algo (not auto) on ctx: the dispatch without the statistics reset
  * of gcmpi_allreduce_compressed, for hier's call between nodes. */

@@ -45,6 +45,7 @@ static const char *algo_name(gcmpi_algo a)
            : a == GCMPI_ALGO_RSAG    ? "rsag"
            : a == GCMPI_ALGO_NATIVE  ? "native"
            : a == GCMPI_ALGO_HIER    ? "hier"
+           : a == GCMPI_ALGO_SPARSE_RD ? "sparse_rd"
                                      : "auto";
 }
 
@@ -499,7 +500,8 @@ static void test_error_feedback_mean_approaches_the_true_sum(harness *h)
         {"topk", GCMPI_ALGO_ALLGATHER}, {"topk", GCMPI_ALGO_RSAG},
         {"int8", GCMPI_ALGO_ALLGATHER}, {"int8", GCMPI_ALGO_RSAG},
         {"int8", GCMPI_ALGO_NATIVE},    {"randk", GCMPI_ALGO_NATIVE},
-        {"powersgd", GCMPI_ALGO_NATIVE},
+        {"powersgd", GCMPI_ALGO_NATIVE}, {"topk", GCMPI_ALGO_SPARSE_RD},
+        {"dgc", GCMPI_ALGO_SPARSE_RD},
     };
     const int p = h->ctx.size;
     const size_t n = 2000;
@@ -684,6 +686,101 @@ static void test_hier_error_feedback_converges_with_uneven_nodes(harness *h)
     }
     use_node_size(h, 0);
     free(in), free(out), free(x), free(sum), free(acc), free(mean);
+}
+
+/* ---- sparse_rd --------------------------------------------------------------- */
+
+/* sparse_rd sums what every rank's codec kept: on integer-valued inputs
+ * (exact in any order) the result is the sum of the ranks' decoded
+ * payloads, for sets that stay sparse, turn dense midway, or start dense;
+ * counts below p, odd, large; in place or not; every rank the same bytes. */
+static void test_sparse_rd_equals_the_sum_of_decoded_sets(harness *h)
+{
+    const int p = h->ctx.size;
+    const size_t counts[] = {1, (size_t)p + 1, 1000, 65537};
+    const double ratios[] = {0.02, 0.3, 0.7};
+    for (size_t rt = 0; rt < 3; rt++)
+        for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++)
+            for (int in_place = 0; in_place < 2; in_place++) {
+                use_codec(h, "topk");
+                h->cfg.params.ratio = ratios[rt];
+                const size_t n = counts[c];
+                float *in = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float));
+                float *x = malloc(n * sizeof(float)), *want = calloc(n, sizeof(float));
+                for (int r = 0; r < p; r++) {
+                    for (size_t i = 0; i < n; i++) x[i] = int_value(r, i * (size_t)(r + 1));
+                    decode_own(h->cfg.codec, &h->cfg.params, x, n, want);
+                }
+                for (size_t i = 0; i < n; i++) in[i] = int_value(h->ctx.rank, i * (size_t)(h->ctx.rank + 1));
+                if (in_place) memcpy(out, in, n * sizeof(float));
+                int rc = allreduce(h, GCMPI_ALGO_SPARSE_RD, in_place ? out : in, out, n, NULL);
+                CHECK(rc == MPI_SUCCESS, "ratio %g n=%zu: rc %d", ratios[rt], n, rc);
+                size_t bad = 0;
+                for (size_t i = 0; i < n; i++) bad += out[i] != want[i];
+                CHECK(bad == 0, "ratio %g n=%zu in_place=%d: %zu sums differ", ratios[rt], n,
+                      in_place, bad);
+                CHECK(same_on_all_ranks(h, out, n), "ratio %g n=%zu: ranks differ", ratios[rt], n);
+                free(in), free(out), free(x), free(want);
+            }
+}
+
+/* Values that round differently in another order: every rank must still
+ * hold the same bytes (one summation tree for all), for every sparse codec,
+ * with momentum correction too. */
+static void test_sparse_rd_gives_identical_bytes_on_every_rank(harness *h)
+{
+    static const char *const codecs[] = {"topk", "dgc", "randk", "topkq"};
+    const size_t n = 50000;
+    float *in = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float));
+    fill_laplace(in, n, h->ctx.rank);
+    for (size_t c = 0; c < sizeof codecs / sizeof codecs[0]; c++)
+        for (int momentum = 0; momentum < 2; momentum++)
+            for (double ratio = 0.005; ratio < 1; ratio *= 8) {
+                use_codec(h, codecs[c]);
+                h->cfg.params.ratio = ratio;
+                h->cfg.ef_momentum = momentum ? 0.9 : 0.0;
+                ef_buf ef;
+                ef_alloc(&ef, h, GCMPI_ALGO_SPARSE_RD, n);
+                for (int call = 0; call < 2; call++) {
+                    int rc = allreduce(h, GCMPI_ALGO_SPARSE_RD, in, out, n, &ef.slot);
+                    CHECK(rc == MPI_SUCCESS, "%s ratio %g: rc %d", codecs[c], ratio, rc);
+                    CHECK(same_on_all_ranks(h, out, n), "%s ratio %g momentum %d: ranks differ",
+                          codecs[c], ratio, momentum);
+                }
+                ef_free(&ef);
+            }
+    free(in), free(out);
+}
+
+/* A sparse codec whose encode fails on rank 0 only: the error travels
+ * with the sets, every rank returns it, and the next call works. */
+static size_t failing_topk_encode(const float *g, float *r, size_t n, const gc_params *par,
+                                  uint64_t seed, uint8_t *dst, size_t cap, gc_workspace *ws)
+{
+    if (n && g[0] < 0) return (size_t)0 - (size_t)GC_ERR_PARAM;
+    return gc_codec_topk.encode(g, r, n, par, seed, dst, cap, ws);
+}
+
+static void test_sparse_rd_failed_encode_on_one_rank_fails_everywhere(harness *h)
+{
+    static gc_codec failing;
+    failing = gc_codec_topk;
+    failing.name = "failing_topk";
+    failing.encode = failing_topk_encode;
+    const size_t n = 1000;
+    float *in = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) in[i] = h->ctx.rank == 0 ? -1.0f : 1.0f;
+    use_codec(h, "topk");
+    h->cfg.codec = &failing;
+    int rc = allreduce(h, GCMPI_ALGO_SPARSE_RD, in, out, n, NULL);
+    CHECK(rc == MPI_ERR_ARG, "rc %d, want MPI_ERR_ARG on every rank", rc);
+    use_codec(h, "topk");
+    h->cfg.params.ratio = 1.0;
+    for (size_t i = 0; i < n; i++) in[i] = 1.0f;
+    rc = allreduce(h, GCMPI_ALGO_SPARSE_RD, in, out, n, NULL);
+    CHECK(rc == MPI_SUCCESS && out[0] == (float)h->ctx.size, "after a failure: rc %d, out[0] %g",
+          rc, out[0]);
+    free(in), free(out);
 }
 
 /* ---- auto ------------------------------------------------------------------ */
@@ -947,6 +1044,9 @@ int main(int argc, char **argv)
         T(test_hier_none_sums_exactly_for_every_node_size),
         T(test_hier_lossy_codecs_agree_and_stay_close),
         T(test_hier_error_feedback_converges_with_uneven_nodes),
+        T(test_sparse_rd_equals_the_sum_of_decoded_sets),
+        T(test_sparse_rd_gives_identical_bytes_on_every_rank),
+        T(test_sparse_rd_failed_encode_on_one_rank_fails_everywhere),
         T(test_auto_pick_is_the_same_on_every_rank_whatever_each_measured),
         T(test_auto_measures_once_and_results_agree),
 #undef T

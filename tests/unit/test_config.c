@@ -316,6 +316,8 @@ Test(values, algorithms_and_adapt)
         load_ok(ENV((char *)cases[i].entry));
         cr_assert_eq(cfg.algo, cases[i].algo, "%s", cases[i].entry);
     }
+    load_ok(ENV("GCMPI_CODEC=topk", "GCMPI_ALGO=sparse_rd"));
+    cr_assert_eq(cfg.algo, GCMPI_ALGO_SPARSE_RD);
     load_ok(ENV("GCMPI_NODE_SIZE=4"));
     cr_assert_eq(cfg.node_size, 4);
     load_ok(ENV("GCMPI_NODE_SIZE=auto"));
@@ -472,7 +474,9 @@ Test(errors, keywords_and_booleans)
     load_fails_with(ENV("GCMPI_EF="),
                     "libgcmpi: GCMPI_EF= is empty; expected auto or 0, 1, true, false, yes, no, on or off");
     load_fails_with(ENV("GCMPI_ALGO=ring"),
-                    "libgcmpi: GCMPI_ALGO=ring is not an algorithm; expected auto, rule, allgather, rsag, native, hier or passthrough");
+                    "libgcmpi: GCMPI_ALGO=ring is not an algorithm; expected auto, rule, allgather, rsag, native, hier, sparse_rd or passthrough");
+    load_fails_with(ENV("GCMPI_CODEC=int8", "GCMPI_ALGO=sparse_rd"),
+                    "libgcmpi: GCMPI_ALGO=sparse_rd does not work with GCMPI_CODEC=int8; sparse_rd works with: topk, randk, dgc, topkq");
     load_fails_with(ENV("GCMPI_NODE_SIZE=0"),
                     "libgcmpi: GCMPI_NODE_SIZE=0 is out of range; expected auto or an integer in [1, 2147483647]");
     load_fails_with(ENV("GCMPI_NODE_SIZE=four"),
