@@ -74,10 +74,16 @@ typedef struct gcmpi_nodes {
     MPI_Comm node;      /* the ranks of this rank's node, in rank order      */
     MPI_Comm leaders;   /* local rank 0 of every node, in node order;
                            MPI_COMM_NULL on the other ranks                 */
+    MPI_Comm column;    /* local rank i of every node (i = node_rank), in
+                           node order: hier's reduce-scatter style          */
     int node_rank, node_size; /* this rank in its node, its node's size     */
     int node_index;     /* this rank's node: 0 .. n_nodes-1                  */
     int n_nodes;        /* nodes of the communicator (same on all ranks)     */
     int max_node_size;  /* ranks of the largest node (same on all ranks)     */
+    int min_node_size;  /* ranks of the smallest node (same on all ranks)    */
+    int *counts, *displs; /* node_size entries each: hier's chunk layout of
+                           the current call (not in scratch: the algorithm
+                           between nodes uses every scratch slot)          */
 } gcmpi_nodes;
 
 /* Splits comm into nodes: ranks that share memory
@@ -148,7 +154,7 @@ int gcmpi_auto_model_of(gcmpi_coll_ctx *ctx, gcmpi_auto_model **model);
  * between leaders and inside a node; codec rates and payload ratio) are
  * reduced with MAX and turned into *model, the same on every rank whatever
  * each rank measured. Collective over ctx->comm. */
-#define GCMPI_AUTO_FIGURES 17
+#define GCMPI_AUTO_FIGURES 19
 int gcmpi_auto_agree(gcmpi_coll_ctx *ctx, const gcmpi_nodes *nodes, const double *local,
                      gcmpi_auto_model *model);
 gcmpi_algo gcmpi_auto_pick(const gcmpi_config *cfg, const gcmpi_auto_model *model, size_t count,

@@ -27,7 +27,7 @@
 enum {
     F_AR1, F_AR2, F_AG1, F_AG2, F_A2A1, F_A2A2, /* flat      */
     B_AR1, B_AR2, B_AG1, B_AG2, B_A2A1, B_A2A2, /* between   */
-    N_RB1, N_RB2,                               /* in a node */
+    N_RB1, N_RB2, N_AR1, N_AR2,                 /* in a node */
     C_ENC, C_DEC, C_RATIO,                      /* codec     */
     FIGURES
 };
@@ -174,6 +174,8 @@ static int measure(gcmpi_coll_ctx *ctx, gcmpi_nodes *nodes, double *f)
         if (nodes->node_size > 1) {
             f[N_RB1] = time_prim(PRIM_REDUCE_BCAST, nodes->node, a, b, SMALL_BYTES);
             f[N_RB2] = time_prim(PRIM_REDUCE_BCAST, nodes->node, a, b, LARGE_BYTES);
+            f[N_AR1] = time_prim(PRIM_ALLREDUCE, nodes->node, a, b, SMALL_BYTES);
+            f[N_AR2] = time_prim(PRIM_ALLREDUCE, nodes->node, a, b, LARGE_BYTES);
         }
         measure_codec(ctx, f, (float *)a, (float *)b, pay, codec_cap);
     } else if (rc == MPI_SUCCESS) {
@@ -205,6 +207,9 @@ int gcmpi_auto_agree(gcmpi_coll_ctx *ctx, const gcmpi_nodes *nodes, const double
     e->between.allgather = gcmpi_lin_fit(bgs, agreed[B_AG1], gl, agreed[B_AG2]);
     e->between.alltoall = gcmpi_lin_fit(s, agreed[B_A2A1], l, agreed[B_A2A2]);
     e->reduce_bcast = gcmpi_lin_fit(s, agreed[N_RB1], l, agreed[N_RB2]);
+    e->node_allreduce = gcmpi_lin_fit(s, agreed[N_AR1], l, agreed[N_AR2]);
+    e->node_size = nodes->max_node_size;
+    e->hier_scatter = gcmpi_hier_scatter_style(cfg, nodes, 1);
     e->encode_s_per_byte = agreed[C_ENC];
     e->decode_s_per_byte = agreed[C_DEC];
     e->payload_ratio = agreed[C_RATIO];

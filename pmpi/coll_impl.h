@@ -45,6 +45,8 @@ int gcmpi_allreduce_native(gcmpi_coll_ctx *ctx, const float *in, float *out, siz
                            gcmpi_ef_slot *ef);
 int gcmpi_allreduce_hier(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t count,
                          gcmpi_ef_slot *ef);
+/* 1 when hier runs its reduce-scatter style for count on nodes n. */
+int gcmpi_hier_scatter_style(const gcmpi_config *cfg, const gcmpi_nodes *n, size_t count);
 int gcmpi_allreduce_sparse_rd(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t count,
                               gcmpi_ef_slot *ef);
 

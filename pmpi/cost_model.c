@@ -32,24 +32,40 @@ static double compute(const gcmpi_cost_env *e, double encoded_bytes, double deco
     return e->encode_s_per_byte * encoded_bytes + e->decode_s_per_byte * decoded_bytes;
 }
 
-static double flat_cost(const gcmpi_cost_env *e, const gcmpi_prims *pr, int p, gcmpi_algo algo,
+/* The codec work of a flat algorithm on bytes. */
+static double flat_compute(const gcmpi_cost_env *e, int p, gcmpi_algo algo, double bytes)
+{
+    switch (algo) {
+    case GCMPI_ALGO_ALLGATHER: return compute(e, bytes, p * bytes);
+    case GCMPI_ALGO_RSAG: return compute(e, bytes + bytes / p, 2 * bytes);
+    case GCMPI_ALGO_NATIVE: return compute(e, bytes, bytes);
+    default: return 0.0;
+    }
+}
+
+/* Its communication. */
+static double flat_comm(const gcmpi_cost_env *e, const gcmpi_prims *pr, int p, gcmpi_algo algo,
                         double bytes)
 {
     const double c = e->payload_ratio * bytes;
     switch (algo) {
     case GCMPI_ALGO_PASS: return gcmpi_lin_at(pr->allreduce, bytes);
     case GCMPI_ALGO_ALLGATHER:
-        return compute(e, bytes, p * bytes) + gcmpi_lin_at(pr->allgather, SIZE_BYTES) +
-               gcmpi_lin_at(pr->allgather, c);
+        return gcmpi_lin_at(pr->allgather, SIZE_BYTES) + gcmpi_lin_at(pr->allgather, c);
     case GCMPI_ALGO_RSAG:
-        return compute(e, bytes + bytes / p, 2 * bytes) + gcmpi_lin_at(pr->alltoall, SIZE_BYTES * p) +
-               gcmpi_lin_at(pr->alltoall, c) + gcmpi_lin_at(pr->allgather, SIZE_BYTES) +
-               gcmpi_lin_at(pr->allgather, c / p);
+        return gcmpi_lin_at(pr->alltoall, SIZE_BYTES * p) + gcmpi_lin_at(pr->alltoall, c) +
+               gcmpi_lin_at(pr->allgather, SIZE_BYTES) + gcmpi_lin_at(pr->allgather, c / p);
     case GCMPI_ALGO_NATIVE:
         if (e->native_ratio <= 0) return INFINITY;
-        return compute(e, bytes, bytes) + gcmpi_lin_at(pr->allreduce, e->native_ratio * bytes);
+        return gcmpi_lin_at(pr->allreduce, e->native_ratio * bytes);
     default: return INFINITY;
     }
+}
+
+static double flat_cost(const gcmpi_cost_env *e, const gcmpi_prims *pr, int p, gcmpi_algo algo,
+                        double bytes)
+{
+    return flat_compute(e, p, algo, bytes) + flat_comm(e, pr, p, algo, bytes);
 }
 
 /* SparCML's SSAR_Rec_Dbl / DSAR: round r exchanges the union of 2^r
@@ -86,6 +102,10 @@ double gcmpi_cost_predict(const gcmpi_cost_env *e, gcmpi_algo algo, gcmpi_algo i
     case GCMPI_ALGO_HIER: {
         if (e->n_nodes < 2 || e->n_nodes == e->p) return INFINITY; /* flat does the same */
         if (inner == GCMPI_ALGO_HIER || inner == GCMPI_ALGO_SPARSE_RD) return INFINITY;
+        if (e->hier_scatter && e->node_size > 1 && bytes / 4 <= 2147483647.0)
+            return gcmpi_lin_at(e->node_allreduce, bytes) +
+                   flat_compute(e, e->n_nodes, inner, bytes / e->node_size) +
+                   flat_comm(e, &e->between, e->n_nodes, inner, bytes);
         return gcmpi_lin_at(e->reduce_bcast, bytes) +
                flat_cost(e, &e->between, e->n_nodes, inner, bytes);
     }

@@ -10,7 +10,9 @@
  *   allgather(x)  x: the bytes each rank contributes (it receives (p-1) x);
  *   alltoall(x)   x: the bytes each rank sends in all (x/p to each peer);
  *   reduce_bcast(x) inside a node: PMPI_Reduce to a leader then PMPI_Bcast
- *                 of x bytes (hier's two node steps). */
+ *                 of x bytes (hier's two node steps, leader style);
+ *   node_allreduce(x) inside a node: allreduce of x bytes (what hier's
+ *                 reduce-scatter + allgatherv inside a node moves). */
 #ifndef GCMPI_COST_MODEL_H
 #define GCMPI_COST_MODEL_H
 
@@ -37,6 +39,10 @@ typedef struct gcmpi_cost_env {
     gcmpi_prims flat;        /* over all p ranks                               */
     gcmpi_prims between;     /* over the n_nodes leaders                       */
     gcmpi_lin reduce_bcast;  /* inside the largest node                        */
+    gcmpi_lin node_allreduce; /* inside a node                                 */
+    int node_size;           /* ranks per node (largest)                       */
+    int hier_scatter;        /* hier runs its reduce-scatter style (nodes of
+                                equal size, codec not powersgd)             */
     double encode_s_per_byte;  /* codec encode, per input byte                 */
     double decode_s_per_byte;  /* decode_add of one payload, per output byte   */
     double payload_ratio;      /* payload bytes / input bytes                  */
@@ -52,7 +58,11 @@ typedef struct gcmpi_cost_env {
  *   rsag         encode + alltoall(payload) + decode + encode of 1/p
  *                + allgather(payload/p) + decode
  *   native       encode + allreduce(native bytes) + decode
- *   hier         reduce_bcast(bytes) + the rule's algorithm between nodes
+ *   hier         leader style: reduce_bcast(bytes) + the rule's algorithm
+ *                between nodes on the whole vector; reduce-scatter style:
+ *                node_allreduce(bytes) + the inner algorithm's compute on
+ *                bytes/q per rank + its communication of the whole vector's
+ *                payload (q columns share the link between nodes)
  *   sparse_rd    recursive doubling: round r exchanges the union of 2^r
  *                payloads, dense once the union is denser than half
  * Returns INFINITY for an algorithm env cannot run (native without a

@@ -123,3 +123,16 @@ Test(cost_model, a_fit_never_goes_negative)
     l = gcmpi_lin_fit(1000, 1e-6, 1e6, 1e-3);
     cr_assert_float_eq(l.b, (1e-3 - 1e-6) / (1e6 - 1000), 1e-15);
 }
+
+Test(cost_model, hier_spreads_the_codec_work_over_a_node_when_nodes_are_even)
+{
+    gcmpi_cost_env e = cluster(8, 4, 1.25e8, 0.02, 0);
+    const double leader = gcmpi_cost_predict(&e, GCMPI_ALGO_HIER, GCMPI_ALGO_ALLGATHER, 64e6);
+    e.hier_scatter = 1;
+    e.node_size = 4;
+    e.node_allreduce = gcmpi_prims_alpha_beta(4, 1, 1e-6, 10e9).allreduce;
+    const double scatter = gcmpi_cost_predict(&e, GCMPI_ALGO_HIER, GCMPI_ALGO_ALLGATHER, 64e6);
+    cr_assert_lt(scatter, leader);
+    /* The codec work shrinks by q, the traffic between nodes does not. */
+    cr_assert_gt(scatter, gcmpi_lin_at(e.between.allgather, 0.02 * 64e6));
+}
