@@ -346,10 +346,13 @@ static void print_row(const char *codec, const char *algo, const result *r, int 
                    "\"bytes_offered\": %.0f, \"bytes_sent\": %.0f, \"ratio\": %.6g, "
                    "\"rel_error\": %.6g, "
                    "\"encode_ms\": %.6g, \"decode_ms\": %.6g, \"comm_ms\": %.6g, "
-                   "\"predicted_ms\": %.6g, \"error\": null}",
+                   "\"predicted_ms\": ",
                    r->native_ms, r->ms, r->native_ms / r->ms, r->offered, r->sent,
-                   r->offered / r->sent, r->rel_err, r->enc_ms, r->dec_ms, r->comm_ms,
-                   r->predicted_ms);
+                   r->offered / r->sent, r->rel_err, r->enc_ms, r->dec_ms, r->comm_ms);
+        /* JSON has no inf or NaN: no prediction is null. */
+        if (isfinite(r->predicted_ms)) printf("%.6g", r->predicted_ms);
+        else printf("null");
+        printf(", \"error\": null}");
         return;
     }
     if (r->error[0]) {

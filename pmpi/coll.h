@@ -152,8 +152,9 @@ int gcmpi_auto_model_of(gcmpi_coll_ctx *ctx, gcmpi_auto_model **model);
 /* The agreement step alone: every rank's GCMPI_AUTO_FIGURES measured
  * figures (times of the primitives at two sizes over the communicator,
  * between leaders and inside a node; codec rates and payload ratio) are
- * reduced with MAX and turned into *model, the same on every rank whatever
- * each rank measured. Collective over ctx->comm. */
+ * all-gathered, each replaced by its (lower) median over ranks and turned
+ * into *model, the same on every rank whatever each rank measured.
+ * Collective over ctx->comm. */
 #define GCMPI_AUTO_FIGURES 19
 int gcmpi_auto_agree(gcmpi_coll_ctx *ctx, const gcmpi_nodes *nodes, const double *local,
                      gcmpi_auto_model *model);

@@ -6,11 +6,12 @@
  * because eligibility is), every rank times the MPI primitives the
  * algorithms are made of at two sizes — over the whole communicator,
  * inside its node, and between node leaders —, the codec's encode and
- * decode on a synthetic gradient, and the payload it produces. One
- * PMPI_Allreduce(MAX) of all figures makes them the same on every rank (a
- * rank that measured slower wins: the pessimistic figure), so the pick,
- * a pure function of the agreed figures and the call's count, is the same
- * everywhere. */
+ * decode on a synthetic gradient, and the payload it produces. Every rank
+ * takes the fastest of a few runs (load on a shared machine only ever adds
+ * time). One PMPI_Allgather of all figures and the median over ranks of
+ * each (the lower one for an even count) makes them the same on every rank
+ * without letting one rank's hiccup decide, so the pick, a pure function
+ * of the agreed figures and the call's count, is the same everywhere. */
 #include "coll_impl.h"
 #include "cost_model.h"
 
@@ -20,7 +21,7 @@
 #define SMALL_BYTES ((size_t)16 << 10)
 #define LARGE_BYTES ((size_t)1 << 20)
 #define LARGE_GATHER_BYTES ((size_t)128 << 10) /* each rank's block */
-#define REPEATS 3
+#define REPEATS 5
 #define CODEC_FLOATS ((size_t)1 << 18)
 
 /* The figures that are agreed, as one array of doubles. */
@@ -67,9 +68,8 @@ static int run_prim(prim k, MPI_Comm comm, int p, uint8_t *a, uint8_t *b, size_t
     return MPI_ERR_ARG;
 }
 
-/* The median of REPEATS runs, each after a barrier: the first run pays
- * for connections and caches, the fastest is what the machine gives
- * rarely; calls in a job see something like the middle one. */
+/* The fastest of REPEATS runs, each after a barrier: the first pays for
+ * connections and caches, and other load only ever makes a run slower. */
 static double time_prim(prim k, MPI_Comm comm, uint8_t *a, uint8_t *b, size_t bytes)
 {
     int p;
@@ -81,13 +81,10 @@ static double time_prim(prim k, MPI_Comm comm, uint8_t *a, uint8_t *b, size_t by
         if (run_prim(k, comm, p, a, b, bytes) != MPI_SUCCESS) return 0.0;
         t[i] = PMPI_Wtime() - t0;
     }
-    for (int i = 1; i < REPEATS; i++) /* insertion sort of three */
-        for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
-            double x = t[j];
-            t[j] = t[j - 1];
-            t[j - 1] = x;
-        }
-    return t[REPEATS / 2];
+    double best = t[0];
+    for (int i = 1; i < REPEATS; i++)
+        if (t[i] < best) best = t[i];
+    return best;
 }
 
 static void measure_comm(MPI_Comm comm, double *f, uint8_t *a, uint8_t *b)
@@ -122,7 +119,7 @@ static void measure_codec(gcmpi_coll_ctx *ctx, double *f, float *x, float *acc, 
     synthetic_gradient(x, n);
     double enc = INFINITY, dec = INFINITY;
     size_t len = 0;
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 3; i++) {
         double t0 = PMPI_Wtime();
         len = gc_encode(cfg->codec, x, NULL, n, &cfg->params, 1, payload, cap, ctx->ws);
         double t1 = PMPI_Wtime();
@@ -185,15 +182,35 @@ static int measure(gcmpi_coll_ctx *ctx, gcmpi_nodes *nodes, double *f)
     return rc;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 int gcmpi_auto_agree(gcmpi_coll_ctx *ctx, const gcmpi_nodes *nodes, const double *local,
                      gcmpi_auto_model *m)
 {
     const gcmpi_config *cfg = ctx->cfg;
     double agreed[FIGURES];
-    int rc = PMPI_Allreduce(local, agreed, FIGURES, MPI_DOUBLE, MPI_MAX, ctx->comm);
+    const int p = ctx->size;
+    double *all = malloc((size_t)p * FIGURES * sizeof *all), *col = malloc((size_t)p * sizeof *col);
+    int ok = all && col, all_ok = 0;
+    int rc = PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, ctx->comm);
+    if (rc == MPI_SUCCESS && !all_ok) rc = MPI_ERR_NO_MEM;
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Allgather(local, FIGURES, MPI_DOUBLE, all, FIGURES, MPI_DOUBLE, ctx->comm);
+    if (rc == MPI_SUCCESS)
+        for (int f = 0; f < FIGURES; f++) {
+            for (int r = 0; r < p; r++) col[r] = all[(size_t)r * FIGURES + f];
+            qsort(col, (size_t)p, sizeof *col, cmp_double);
+            agreed[f] = col[(p - 1) / 2]; /* every rank sorts the same values */
+        }
+    free(all);
+    free(col);
     if (rc != MPI_SUCCESS) return rc;
 
-    const int p = ctx->size, nn = nodes->n_nodes;
+    const int nn = nodes->n_nodes;
     const double s = (double)SMALL_BYTES, l = (double)LARGE_BYTES;
     const double gs = (double)(SMALL_BYTES / (size_t)p), gl = (double)LARGE_GATHER_BYTES;
     const double bgs = (double)(SMALL_BYTES / (size_t)(nn > 0 ? nn : 1));

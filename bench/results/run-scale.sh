@@ -20,7 +20,7 @@
 set -euo pipefail
 out=${1:?usage: run-scale.sh OUT_DIR [BUILD]}
 BUILD=${2:-build}
-LINKS=${LINKS:-"shm 10gbit 1gbit"}
+LINKS=${LINKS-"shm 10gbit 1gbit"}
 RANKS=${RANKS:-"2 4 8"}
 SIZES=${SIZES:-64K,1M,16M,64M}
 CODECS=${CODECS:-int8,sign,topk}

@@ -22,9 +22,16 @@ import sys
 
 
 def load(path):
-    text = open(path).read()
-    start = text.find("[")
-    return [r for r in json.loads(text[start:]) if r.get("error") is None] if start >= 0 else []
+    """The rows of one run; a run cut short keeps the rows it finished
+    (gcmpi-coll-bench prints one row per line)."""
+    rows = []
+    for line in open(path):
+        line = line.strip().rstrip(",")
+        if line.startswith("{") and line.endswith("}"):
+            r = json.loads(line)
+            if r.get("error") is None:
+                rows.append(r)
+    return rows
 
 
 def mib(b):
