@@ -15,6 +15,9 @@ void gcmpi_auto_report_retire(const char *comm, const gcmpi_auto_model *model);
 void gcmpi_auto_report_print(FILE *f);
 /* The JSON array's elements (without brackets). */
 void gcmpi_auto_report_json(FILE *f);
+/* The agreed figures of each communicator's model as link and codec
+ * figures in gcmpi-scale-model's names (JSON array elements). */
+void gcmpi_auto_report_models_json(FILE *f);
 void gcmpi_auto_report_clear(void);
 
 #endif /* GCMPI_AUTO_REPORT_H */

@@ -335,6 +335,8 @@ static int write_json(const char *path, const gcmpi_config *cfg, const char *mpi
     }
     fprintf(f, "\n  ],\n  \"auto_choices\": [");
     gcmpi_auto_report_json(f);
+    fprintf(f, "],\n  \"auto_models\": [");
+    gcmpi_auto_report_models_json(f);
     fprintf(f, "],\n  \"timelines\": [");
     json_timelines(f);
     fprintf(f, "],\n  \"warnings\": [");
