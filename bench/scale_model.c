@@ -128,7 +128,7 @@ static int parse(options *o, int argc, char **argv)
     parse_list("100M,1G", o->bytes, &o->n_bytes, 1);
     o->n_q = 4;
     for (int i = 0; i < 4; i++) o->q[i] = 1 << i;
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) { /* every option takes a value */
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--help") == 0) {
             usage();
@@ -152,7 +152,6 @@ static int parse(options *o, int argc, char **argv)
             fprintf(stderr, "gcmpi-scale-model: bad %s '%s' (--help)\n", a, v);
             return 0;
         }
-        i++;
     }
     return 1;
 }
