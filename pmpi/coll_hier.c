@@ -96,12 +96,12 @@ int gcmpi_nodes_create(MPI_Comm comm, int node_size, gcmpi_nodes **out)
 /* PMPI_Reduce / PMPI_Bcast of floats in pieces whose count fits an int. */
 #define GCMPI_PIECE ((size_t)1 << 30)
 
-static int node_reduce(const float *in, float *out, size_t count, int root_rank, MPI_Comm node)
+static int node_reduce(const float *in, float *out, size_t count, int is_root, MPI_Comm node)
 {
     int rc = MPI_SUCCESS;
     for (size_t at = 0; at < count && rc == MPI_SUCCESS; at += GCMPI_PIECE) {
         const int n = (int)(count - at < GCMPI_PIECE ? count - at : GCMPI_PIECE);
-        const void *send = root_rank && in == out ? MPI_IN_PLACE : (const void *)(in + at);
+        const void *send = is_root && in == out ? MPI_IN_PLACE : (const void *)(in + at);
         rc = PMPI_Reduce(send, out + at, n, MPI_FLOAT, MPI_SUM, 0, node);
     }
     return rc;
