@@ -4,6 +4,7 @@
  *   mpirun -np 4 gcmpi-coll-bench [--sizes 1M,16M] [--max-size 64M]
  *       [--codec all|LIST] [--algo all|LIST] [--ratio R] [--bits B]
  *       [--bucket N] [--rank R] [--reps N] [--warmup N] [--no-ef] [--json]
+ *       [--node-size Q] [--predict]
  *
  * The bench links the library's internals (config/ and the pmpi/ collective
  * algorithms) and calls gcmpi_allreduce_compressed with a configuration
@@ -25,7 +26,11 @@
  *   rel err                   ||out - exact|| / ||exact|| of the first call
  *                             (fresh residual), exact = PMPI_Allreduce
  *   enc, dec, comm ms         the algorithm's own split, mean over calls,
- *                             slowest rank */
+ *                             slowest rank
+ *   pred ms                   --predict (or --algo auto): the cost model's
+ *                             time for the algorithm (pmpi/cost_model.h),
+ *                             from figures measured once per codec on this
+ *                             communicator as GCMPI_ALGO=auto does */
 #include "coll_impl.h"
 #include "gcmpi_config.h"
 
@@ -43,8 +48,9 @@ typedef struct options {
     size_t max_size;
     const gc_codec *codecs[MAX_LIST];
     int n_codecs;
-    gcmpi_algo algos[4];
+    gcmpi_algo algos[GCMPI_ALGO_COUNT];
     int n_algos;
+    int node_size, predict;
     double ratio;
     unsigned bits, rank;
     size_t bucket;
@@ -61,7 +67,11 @@ static void usage(FILE *f)
             "                   64K,256K,1M,4M,16M,64M,256M)\n"
             "  --max-size S     drop sizes above S\n"
             "  --codec LIST     codec names or 'all' (default all)\n"
-            "  --algo LIST      allgather, rsag, native, auto or 'all' = the first three\n"
+            "  --algo LIST      allgather, rsag, native, hier, sparse_rd, passthrough, auto,\n"
+            "                   rule, or 'all' = allgather, rsag, native\n"
+            "  --node-size Q    hier's and auto's nodes: Q consecutive ranks (default: the\n"
+            "                   ranks sharing memory)\n"
+            "  --predict        print the cost model's prediction beside each time\n"
             "  --ratio R        topk/randk/dgc kept fraction (default 0.01)\n"
             "  --bits B         qsgd bits (default 4)\n"
             "  --bucket N       elements per scale (default 512)\n"
@@ -132,8 +142,7 @@ static int add_codec(options *o, const char *t)
 
 static const char *algo_name(gcmpi_algo a)
 {
-    static const char *const names[] = {"auto", "allgather", "rsag", "native"};
-    return names[a];
+    return gcmpi_algo_name(a);
 }
 
 static int add_algo(options *o, const char *t)
@@ -143,12 +152,13 @@ static int add_algo(options *o, const char *t)
         for (int a = GCMPI_ALGO_ALLGATHER; a <= GCMPI_ALGO_NATIVE; a++) o->algos[o->n_algos++] = a;
         return 1;
     }
-    for (int a = GCMPI_ALGO_AUTO; a <= GCMPI_ALGO_NATIVE; a++)
-        if (strcmp(t, algo_name(a)) == 0 && o->n_algos < 4) {
+    for (int a = GCMPI_ALGO_AUTO; a < GCMPI_ALGO_COUNT; a++)
+        if (strcmp(t, algo_name(a)) == 0 && o->n_algos < GCMPI_ALGO_COUNT) {
             o->algos[o->n_algos++] = a;
             return 1;
         }
-    return fail("unknown algorithm '%s' (allgather, rsag, native, auto, all)", t);
+    return fail("unknown algorithm '%s' (allgather, rsag, native, hier, sparse_rd, "
+                "passthrough, auto, rule, all)", t);
 }
 
 static int parse_options(options *o, int argc, char **argv)
@@ -166,6 +176,7 @@ static int parse_options(options *o, int argc, char **argv)
             return 0;
         } else if (strcmp(a, "--json") == 0) o->json = 1, takes = 0;
         else if (strcmp(a, "--no-ef") == 0) o->ef = 0, takes = 0;
+        else if (strcmp(a, "--predict") == 0) o->predict = 1, takes = 0;
         else if (!v) ok = fail("%s needs a value", a);
         else if (strcmp(a, "--sizes") == 0) ok = each_token(v, add_size, o);
         else if (strcmp(a, "--max-size") == 0)
@@ -176,6 +187,8 @@ static int parse_options(options *o, int argc, char **argv)
         else if (strcmp(a, "--bits") == 0) o->bits = (unsigned)atoi(v);
         else if (strcmp(a, "--bucket") == 0) o->bucket = (size_t)atol(v);
         else if (strcmp(a, "--rank") == 0) o->rank = (unsigned)atoi(v);
+        else if (strcmp(a, "--node-size") == 0)
+            ok = (o->node_size = atoi(v)) > 0 || fail("bad --node-size '%s'", v);
         else if (strcmp(a, "--reps") == 0)
             ok = (o->reps = atoi(v)) > 0 || fail("bad --reps '%s'", v);
         else if (strcmp(a, "--warmup") == 0) o->warmup = atoi(v) < 0 ? 0 : atoi(v);
@@ -245,7 +258,7 @@ static void fill_laplace(float *x, size_t n, uint64_t seed)
 }
 
 typedef struct result {
-    double native_ms, ms, enc_ms, dec_ms, comm_ms;
+    double native_ms, ms, enc_ms, dec_ms, comm_ms, predicted_ms;
     double offered, sent, rel_err;
     gcmpi_algo algo;
     char error[MPI_MAX_ERROR_STRING + 64];
@@ -315,9 +328,9 @@ static void time_case(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in, flo
 static void print_header(size_t bytes)
 {
     printf("\n%zu bytes (%zu floats), %d ranks\n", bytes, bytes / 4, world_size);
-    printf("%-9s %-15s %10s %10s %8s %12s %8s %9s %8s %8s %8s\n", "codec", "algo", "native ms",
-           "gcmpi ms", "speedup", "sent B/rank", "ratio", "rel err", "enc ms", "dec ms",
-           "comm ms");
+    printf("%-9s %-15s %10s %10s %8s %12s %8s %9s %8s %8s %8s %9s\n", "codec", "algo",
+           "native ms", "gcmpi ms", "speedup", "sent B/rank", "ratio", "rel err", "enc ms",
+           "dec ms", "comm ms", "pred ms");
 }
 
 static void print_row(const char *codec, const char *algo, const result *r, int first_json,
@@ -332,18 +345,23 @@ static void print_row(const char *codec, const char *algo, const result *r, int 
             printf("\"native_ms\": %.6g, \"compressed_ms\": %.6g, \"speedup\": %.6g, "
                    "\"bytes_offered\": %.0f, \"bytes_sent\": %.0f, \"ratio\": %.6g, "
                    "\"rel_error\": %.6g, "
-                   "\"encode_ms\": %.6g, \"decode_ms\": %.6g, \"comm_ms\": %.6g, \"error\": null}",
+                   "\"encode_ms\": %.6g, \"decode_ms\": %.6g, \"comm_ms\": %.6g, "
+                   "\"predicted_ms\": ",
                    r->native_ms, r->ms, r->native_ms / r->ms, r->offered, r->sent,
                    r->offered / r->sent, r->rel_err, r->enc_ms, r->dec_ms, r->comm_ms);
+        /* JSON has no inf or NaN: no prediction is null. */
+        if (isfinite(r->predicted_ms)) printf("%.6g", r->predicted_ms);
+        else printf("null");
+        printf(", \"error\": null}");
         return;
     }
     if (r->error[0]) {
         printf("%-9s %-15s   error: %s\n", codec, algo, r->error);
         return;
     }
-    printf("%-9s %-15s %10.3f %10.3f %7.2fx %12.0f %8.2f %9.2e %8.3f %8.3f %8.3f\n", codec, algo,
-           r->native_ms, r->ms, r->native_ms / r->ms, r->sent, r->offered / r->sent, r->rel_err,
-           r->enc_ms, r->dec_ms, r->comm_ms);
+    printf("%-9s %-15s %10.3f %10.3f %7.2fx %12.0f %8.2f %9.2e %8.3f %8.3f %8.3f %9.3f\n", codec,
+           algo, r->native_ms, r->ms, r->native_ms / r->ms, r->sent, r->offered / r->sent,
+           r->rel_err, r->enc_ms, r->dec_ms, r->comm_ms, r->predicted_ms);
 }
 
 int main(int argc, char **argv)
@@ -371,6 +389,7 @@ int main(int argc, char **argv)
     gcmpi_config cfg;
     gcmpi_scratch scratch = {0};
     gcmpi_call_stats stats;
+    gcmpi_coll_cache caches[MAX_LIST] = {{0}}; /* per codec: node split, auto's model */
     gcmpi_coll_ctx ctx = {.cfg = &cfg, .scratch = &scratch, .stats = &stats,
                           .ws = gc_workspace_create(), .call_seed = 42};
     PMPI_Comm_dup(MPI_COMM_WORLD, &ctx.comm);
@@ -396,9 +415,24 @@ int main(int argc, char **argv)
                 cfg.params.bucket = o.bucket, cfg.params.rank = o.rank;
                 cfg.ef = o.ef;
                 cfg.algo = o.algos[a];
-                const gcmpi_algo run = gcmpi_coll_choose(&cfg, n, world_size);
-                if (!gcmpi_coll_supports(cfg.codec, run)) continue;
-                result r = {.algo = run};
+                cfg.node_size = o.node_size;
+                ctx.cache = &caches[c];
+                /* auto measures its model on the first call for a codec. */
+                int pick_rc = MPI_SUCCESS;
+                const gcmpi_algo run = gcmpi_coll_pick(&ctx, n, &pick_rc);
+                if (pick_rc != MPI_SUCCESS || !gcmpi_coll_supports(cfg.codec, run)) continue;
+                result r = {.algo = run, .predicted_ms = NAN};
+                gcmpi_auto_model *model = caches[c].model;
+                if (!model && o.predict) {
+                    cfg.algo = GCMPI_ALGO_AUTO;
+                    if (gcmpi_auto_model_of(&ctx, &model) != MPI_SUCCESS) model = NULL;
+                    cfg.algo = o.algos[a];
+                }
+                if (model)
+                    r.predicted_ms = 1e3 * gcmpi_cost_predict(&model->env, run, model->inner,
+                                                              (double)n * sizeof(float));
+                /* The timed calls run the resolved algorithm. */
+                if (cfg.algo == GCMPI_ALGO_AUTO || cfg.algo == GCMPI_ALGO_RULE) cfg.algo = run;
                 char msg[256];
                 if (gc_is_error(gc_params_check(cfg.codec, &cfg.params, msg, sizeof msg)))
                     snprintf(r.error, sizeof r.error, "%s", msg);
@@ -415,6 +449,7 @@ int main(int argc, char **argv)
     }
     if (o.json && world_rank == 0) printf("\n]\n");
 
+    for (int c = 0; c < o.n_codecs; c++) gcmpi_coll_cache_free(&caches[c]);
     gc_workspace_free(ctx.ws);
     gcmpi_scratch_free(&scratch);
     PMPI_Comm_free(&ctx.comm);

@@ -159,6 +159,19 @@ static int get_calls0(const judge *j, cfg_var v, uint64_t *out)
     return 1;
 }
 
+/* GCMPI_NODE_SIZE: auto (0: MPI says which ranks share memory) or a
+ * positive number of ranks per node. */
+static int get_node_size(const judge *j, int *out)
+{
+    const char *s = raw(j, CFG_NODE_SIZE);
+    if (!s || strcmp(s, "auto") == 0) return 1;
+    uint64_t q = 0;
+    if (!get_count64(j, CFG_NODE_SIZE, INT_MAX, "auto or an integer in [1, 2147483647]", &q))
+        return 0;
+    *out = (int)q;
+    return 1;
+}
+
 /* GCMPI_RATIO: a number in (0, 1], or auto (GCMPI_RATIO_BUDGET decides). */
 static int get_ratio(const judge *j, gcmpi_config *c)
 {
@@ -646,10 +659,14 @@ static int judge_adapt_values(const judge *j, gcmpi_config *c)
     return get_number(j, CFG_VAR_TARGET, 0, 1, 1, 1, "a number in (0, 1)", &a->var.target);
 }
 
+#define ALGO_EXPECT "auto, rule, allgather, rsag, native, hier, sparse_rd or passthrough"
+
 static int judge_values(const judge *j, gcmpi_config *c)
 {
     static const char *const codings[] = {"fixed", "elias", NULL};
-    static const char *const algos[] = {"auto", "allgather", "rsag", "native", NULL};
+    /* In gcmpi_algo's order: the index is the stored value. */
+    static const char *const algos[] = {"auto", "allgather", "rsag", "native", "hier",
+                                        "passthrough", "rule", "sparse_rd", NULL};
     gc_params *p = &c->params;
     int randk_unbiased = 0, crc = 0, coding = 0, algo = GCMPI_ALGO_AUTO;
     uint64_t bucket = p->bucket;
@@ -688,9 +705,10 @@ static int judge_values(const judge *j, gcmpi_config *c)
     if (!get_size(j, CFG_EF_MAX_BYTES, UINT64_MAX, &c->ef_max_bytes)) return 0;
     if (!get_size(j, CFG_MIN_BYTES, UINT64_MAX, &c->min_bytes)) return 0;
     if (!get_max_bytes(j, c)) return 0;
-    if (!get_keyword(j, CFG_ALGO, algos, "an algorithm", "auto, allgather, rsag or native", &algo))
+    if (!get_keyword(j, CFG_ALGO, algos, "an algorithm", ALGO_EXPECT, &algo))
         return 0;
     c->algo = (gcmpi_algo)algo;
+    if (!get_node_size(j, &c->node_size)) return 0;
     if (!get_seed(j, &c->seed)) return 0;
     if (!get_comm(j, c)) return 0;
     if (!get_allgather_codec(j, c)) return 0;
@@ -833,6 +851,11 @@ static int judge_combinations(const judge *j, const gcmpi_config *c)
         return bad(j, CFG_ALGO, "does not work with GCMPI_CODEC=%s; native works with: %s",
                    gc_codec_name(c->codec), names);
     }
+    if (c->algo == GCMPI_ALGO_SPARSE_RD && !(gc_codec_flags(c->codec) & GC_SPARSE)) {
+        codec_list(names, sizeof names, keep_sparse, NULL);
+        return bad(j, CFG_ALGO, "does not work with GCMPI_CODEC=%s; sparse_rd works with: %s",
+                   gc_codec_name(c->codec), names);
+    }
     /* On the native path MPI sums the values itself: there is no payload to
      * checksum or compress, so these settings would be silently ignored. */
     if (c->algo == GCMPI_ALGO_NATIVE && c->params.zstd_level > 0)
@@ -925,4 +948,11 @@ void gcmpi_config_load(gcmpi_config *cfg, gcmpi_config_result *res, char *const 
     if (ok) *cfg = c;
     else gcmpi_config_defaults(cfg);
     res->ok = ok;
+}
+
+const char *gcmpi_algo_name(gcmpi_algo algo)
+{
+    static const char *const names[GCMPI_ALGO_COUNT] = {
+        "auto", "allgather", "rsag", "native", "hier", "passthrough", "rule", "sparse_rd"};
+    return (unsigned)algo < GCMPI_ALGO_COUNT ? names[algo] : "?";
 }

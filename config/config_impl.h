@@ -68,8 +68,16 @@
       "messages smaller than this pass through uncompressed")                                  \
     X(MAX_BYTES, "GCMPI_MAX_BYTES", "size or off", "off", "off, or a size >= GCMPI_MIN_BYTES",   \
       "messages larger than this pass through uncompressed (allgather: one rank's block)")      \
-    X(ALGO, "GCMPI_ALGO", "keyword", "auto", "auto, allgather, rsag, native",                  \
-      "compressed collective; native only for none, randk, int8, powersgd")                   \
+    X(ALGO, "GCMPI_ALGO", "keyword", "auto",                                                    \
+      "auto, rule, allgather, rsag, native, hier, sparse_rd, passthrough",                    \
+      "collective algorithm; auto: the cost model's fastest per call size (measured once per " \
+      "communicator), rule: the fixed rule; native only for none, randk, int8, powersgd; "     \
+      "hier reduces inside each node and compresses between nodes only; sparse_rd (sparse "  \
+      "codecs: topk, randk, dgc, topkq) sums sparse sets by recursive doubling; passthrough sends " \
+      "floats uncompressed")                                                                   \
+    X(NODE_SIZE, "GCMPI_NODE_SIZE", "integer or auto", "auto", "auto or 1..2^31-1",             \
+      "ranks per node for hier: auto asks MPI which ranks share memory; q groups ranks "       \
+      "0..q-1, q..2q-1, ... (one host emulating several nodes)")                               \
     X(SEED, "GCMPI_SEED", "uint64", "42", "0..2^64-1 (decimal or 0x hex)",                     \
       "seed of stochastic rounding and random selection (same on every rank)")                \
     X(COMM, "GCMPI_COMM", "list", "world", "world, all, or up to 16 comma-separated names; "  \

@@ -98,6 +98,7 @@ uint64_t gcmpi_config_hash(const gcmpi_config *cfg)
     mix_u64(&s, cfg->min_bytes);
     mix_u64(&s, cfg->max_bytes);
     mix_u64(&s, (uint64_t)cfg->algo);
+    mix_u64(&s, (uint64_t)(int64_t)cfg->node_size);
     mix_u64(&s, cfg->seed);
     mix_u64(&s, (uint64_t)cfg->comm);
     if (cfg->comm == GCMPI_COMM_NAMES) {
@@ -183,7 +184,6 @@ static void put_int_or_auto(writer *w, const char *name, int v)
 
 size_t gcmpi_config_describe(const gcmpi_config *cfg, char *buf, size_t len)
 {
-    static const char *const algos[] = {"auto", "allgather", "rsag", "native"};
     writer w = {buf, buf ? len : 0, 0};
     if (w.len) buf[0] = '\0';
     const gc_params *p = &cfg->params;
@@ -220,7 +220,9 @@ size_t gcmpi_config_describe(const gcmpi_config *cfg, char *buf, size_t len)
     put_size(&w, n[CFG_MIN_BYTES], cfg->min_bytes);
     if (cfg->max_bytes == UINT64_MAX) put(&w, "%s=off\n", n[CFG_MAX_BYTES]);
     else put_size(&w, n[CFG_MAX_BYTES], cfg->max_bytes);
-    put(&w, "%s=%s\n", n[CFG_ALGO], (unsigned)cfg->algo < 4 ? algos[cfg->algo] : "?");
+    put(&w, "%s=%s\n", n[CFG_ALGO], gcmpi_algo_name(cfg->algo));
+    if (cfg->node_size > 0) put(&w, "%s=%d\n", n[CFG_NODE_SIZE], cfg->node_size);
+    else put(&w, "%s=auto\n", n[CFG_NODE_SIZE]);
     put(&w, "%s=%" PRIu64 "\n", n[CFG_SEED], cfg->seed);
     if (cfg->comm == GCMPI_COMM_WORLD_ONLY) put(&w, "%s=world", n[CFG_COMM]);
     else if (cfg->comm == GCMPI_COMM_ALL) put(&w, "%s=all", n[CFG_COMM]);

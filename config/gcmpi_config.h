@@ -14,7 +14,15 @@ typedef enum gcmpi_algo {
     GCMPI_ALGO_ALLGATHER,
     GCMPI_ALGO_RSAG,
     GCMPI_ALGO_NATIVE,
+    GCMPI_ALGO_HIER,     /* node-aware: native inside nodes, compressed between */
+    GCMPI_ALGO_PASS,     /* uncompressed: PMPI_Allreduce of the floats            */
+    GCMPI_ALGO_RULE,     /* the fixed rule of coll_choose.c (auto before the model) */
+    GCMPI_ALGO_SPARSE_RD, /* SparCML recursive doubling of sparse sets           */
+    GCMPI_ALGO_COUNT
 } gcmpi_algo;
+
+/* The GCMPI_ALGO keyword of algo ("?" for a value out of range). */
+const char *gcmpi_algo_name(gcmpi_algo algo);
 
 typedef enum gcmpi_comm_select {
     GCMPI_COMM_WORLD_ONLY = 0, /* GCMPI_COMM=world (default): communicators congruent
@@ -46,6 +54,7 @@ typedef struct gcmpi_config {
     uint64_t max_bytes;               /* GCMPI_MAX_BYTES: larger messages pass through;
                                          UINT64_MAX = no bound (off) */
     gcmpi_algo algo;                  /* GCMPI_ALGO */
+    int node_size;                    /* GCMPI_NODE_SIZE: ranks per node, 0 = auto */
     uint64_t seed;                    /* GCMPI_SEED */
     gcmpi_comm_select comm;           /* GCMPI_COMM */
     int n_comm_names;

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cost_model.h"
 #include "gcmpi_codec.h"
 #include "gcmpi_config.h"
 
@@ -78,6 +79,60 @@ void gcmpi_coll_slot_split(gcmpi_ef_slot *slot, size_t state_floats, size_t mome
  * unless EDGC adapts it). */
 unsigned gcmpi_coll_max_rank(const gcmpi_config *cfg);
 
+/* Which ranks of a communicator share a node (coll_hier.c): a node
+ * communicator and one of the nodes' leaders (local rank 0 of each node).
+ * Built once per communicator and kept in its state. */
+typedef struct gcmpi_nodes {
+    MPI_Comm node;      /* the ranks of this rank's node, in rank order      */
+    MPI_Comm leaders;   /* local rank 0 of every node, in node order;
+                           MPI_COMM_NULL on the other ranks                 */
+    MPI_Comm column;    /* local rank i of every node (i = node_rank), in
+                           node order: hier's reduce-scatter style          */
+    int node_rank, node_size; /* this rank in its node, its node's size     */
+    int node_index;     /* this rank's node: 0 .. n_nodes-1                  */
+    int n_nodes;        /* nodes of the communicator (same on all ranks)     */
+    int max_node_size;  /* ranks of the largest node (same on all ranks)     */
+    int min_node_size;  /* ranks of the smallest node (same on all ranks)    */
+    int *counts, *displs; /* node_size entries each: hier's chunk layout of
+                           the current call (not in scratch: the algorithm
+                           between nodes uses every scratch slot)          */
+} gcmpi_nodes;
+
+/* Splits comm into nodes: ranks that share memory
+ * (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)) when node_size is 0, else
+ * consecutive blocks of node_size ranks (GCMPI_NODE_SIZE: one host
+ * emulating several nodes; the last node may be smaller). Collective over
+ * comm. Returns an MPI error code; *out is NULL on failure. */
+int gcmpi_nodes_create(MPI_Comm comm, int node_size, gcmpi_nodes **out);
+void gcmpi_nodes_free(gcmpi_nodes *nodes);
+
+/* GCMPI_ALGO=auto (coll_auto.c): the agreed cost model of a communicator
+ * and the choices it made, per call size, for the report. */
+#define GCMPI_AUTO_MAX_CHOICES 32
+typedef struct gcmpi_auto_choice {
+    size_t count;          /* floats of the call                        */
+    gcmpi_algo algo;       /* what auto picked                          */
+    double predicted_s;    /* the model's time for it                   */
+    uint64_t calls;        /* calls run with it                         */
+    double measured_s;     /* their summed time on this rank            */
+} gcmpi_auto_choice;
+
+typedef struct gcmpi_auto_model {
+    gcmpi_cost_env env;    /* agreed figures: the same on every rank    */
+    gcmpi_algo inner;      /* hier's algorithm between nodes            */
+    int n_choices;
+    gcmpi_auto_choice choices[GCMPI_AUTO_MAX_CHOICES];
+} gcmpi_auto_model;
+
+/* What a communicator keeps for the algorithms across calls: built on
+ * first use (collectively), freed with the communicator's state. */
+typedef struct gcmpi_coll_cache {
+    gcmpi_nodes *nodes;       /* hier's and auto's node split            */
+    gcmpi_auto_model *model;  /* auto's measured model                   */
+} gcmpi_coll_cache;
+
+void gcmpi_coll_cache_free(gcmpi_coll_cache *cache);
+
 typedef struct gcmpi_coll_ctx {
     MPI_Comm comm;             /* private duplicate: never the user's comm */
     int rank, size;
@@ -86,11 +141,45 @@ typedef struct gcmpi_coll_ctx {
     gc_workspace *ws;          /* this communicator's codec workspace      */
     gcmpi_scratch *scratch;    /* this communicator's buffers              */
     gcmpi_call_stats *stats;   /* filled by the algorithm                  */
+    gcmpi_coll_cache *cache;   /* the communicator's node split and auto
+                                  model, kept by the owner; NULL: hier
+                                  builds a split per call, auto uses the
+                                  rule                                      */
 } gcmpi_coll_ctx;
 
 /* The algorithm auto picks (or cfg->algo when forced) for this call.
  * A pure function of arguments all ranks share. */
 gcmpi_algo gcmpi_coll_choose(const gcmpi_config *cfg, size_t count, int comm_size);
+
+/* The algorithm of this call: for GCMPI_ALGO=auto the cost model's pick
+ * (measuring and agreeing the figures on the communicator's first auto
+ * call: collective), else gcmpi_coll_choose. Identical on every rank.
+ * *rc is an MPI error when measuring failed (every rank then fails). */
+gcmpi_algo gcmpi_coll_pick(gcmpi_coll_ctx *ctx, size_t count, int *rc);
+
+/* GCMPI_ALGO=auto: the communicator's model, measured on first use
+ * (collective over ctx->comm), and its pick for count floats with the
+ * predicted seconds. */
+int gcmpi_auto_model_of(gcmpi_coll_ctx *ctx, gcmpi_auto_model **model);
+/* The agreement step alone: every rank's GCMPI_AUTO_FIGURES measured
+ * figures (times of the primitives at two sizes over the communicator,
+ * between leaders and inside a node; codec rates and payload ratio) are
+ * all-gathered, each replaced by its (lower) median over ranks and turned
+ * into *model, the same on every rank whatever each rank measured.
+ * Collective over ctx->comm. */
+#define GCMPI_AUTO_FIGURES 19
+int gcmpi_auto_agree(gcmpi_coll_ctx *ctx, const gcmpi_nodes *nodes, const double *local,
+                     gcmpi_auto_model *model);
+gcmpi_algo gcmpi_auto_pick(const gcmpi_config *cfg, const gcmpi_auto_model *model, size_t count,
+                           double *predicted);
+/* The algorithms auto chooses from for cfg on env; returns how many. */
+int gcmpi_auto_candidates(const gcmpi_config *cfg, const gcmpi_cost_env *env, gcmpi_algo *out);
+/* Adds one call's measured seconds to the row of its count. */
+void gcmpi_auto_note(gcmpi_coll_ctx *ctx, size_t count, gcmpi_algo algo, double seconds);
+
+/* The fixed rule (coll_choose.c) over comm_size ranks, whatever cfg->algo
+ * says: never hier. hier runs it between its nodes. */
+gcmpi_algo gcmpi_coll_rule(const gcmpi_config *cfg, size_t count, int comm_size);
 
 /* out[0..count) = sum over ranks of in[0..count), compressed with
  * cfg->codec. in may equal out (MPI_IN_PLACE resolved by the shim).

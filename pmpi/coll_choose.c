@@ -37,13 +37,41 @@ static int codec_is(const gc_codec *c, const char *name)
 int gcmpi_coll_supports(const gc_codec *codec, gcmpi_algo algo)
 {
     if (!codec) return 0;
-    return algo != GCMPI_ALGO_NATIVE || gcmpi_codec_has_native_path(codec);
+    switch (algo) {
+    case GCMPI_ALGO_NATIVE: return gcmpi_codec_has_native_path(codec);
+    case GCMPI_ALGO_SPARSE_RD: return (gc_codec_flags(codec) & GC_SPARSE) != 0;
+    case GCMPI_ALGO_AUTO:
+    case GCMPI_ALGO_COUNT: return 0;
+    default: return 1;
+    }
+}
+
+/* Uncompressed: MPI sums the floats, in pieces whose count fits an int.
+ * No residual is touched: nothing is dropped. */
+static int allreduce_passthrough(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t count)
+{
+    const size_t piece = (size_t)1 << 30;
+    int rc = MPI_SUCCESS;
+    double t0 = PMPI_Wtime();
+    for (size_t at = 0; at < count && rc == MPI_SUCCESS; at += piece) {
+        const int n = (int)(count - at < piece ? count - at : piece);
+        rc = PMPI_Allreduce(in == out ? MPI_IN_PLACE : (const void *)(in + at), out + at, n,
+                            MPI_FLOAT, MPI_SUM, ctx->comm);
+    }
+    ctx->stats->comm_s += PMPI_Wtime() - t0;
+    ctx->stats->bytes_sent += (uint64_t)count * sizeof(float);
+    return rc;
 }
 
 gcmpi_algo gcmpi_coll_choose(const gcmpi_config *cfg, size_t count, int comm_size)
 {
+    if (cfg->algo != GCMPI_ALGO_AUTO && cfg->algo != GCMPI_ALGO_RULE) return cfg->algo;
+    return gcmpi_coll_rule(cfg, count, comm_size);
+}
+
+gcmpi_algo gcmpi_coll_rule(const gcmpi_config *cfg, size_t count, int comm_size)
+{
     (void)count; /* eligible calls are large enough that size does not change the pick */
-    if (cfg->algo != GCMPI_ALGO_AUTO) return cfg->algo;
     const gc_codec *c = cfg->codec;
     const int payload_only = cfg->params.zstd_level > 0 || (cfg->params.flags & GC_PF_CRC);
     if (!payload_only && (codec_is(c, "none") || codec_is(c, "randk") || codec_is(c, "powersgd")))
@@ -69,9 +97,17 @@ unsigned gcmpi_coll_max_rank(const gcmpi_config *cfg)
 void gcmpi_coll_slot_sizes(const gcmpi_config *cfg, gcmpi_algo algo, size_t count,
                            int comm_size, size_t *server_floats, size_t *state_floats)
 {
-    if (algo == GCMPI_ALGO_AUTO) algo = gcmpi_coll_choose(cfg, count, comm_size);
+    if (algo == GCMPI_ALGO_AUTO || algo == GCMPI_ALGO_RULE)
+        algo = gcmpi_coll_choose(cfg, count, comm_size);
     const int p = comm_size > 0 ? comm_size : 1;
     *server_floats = algo == GCMPI_ALGO_RSAG ? gcmpi_chunk_len(count, p, 0) : 0;
+    if (algo == GCMPI_ALGO_HIER) {
+        /* Between nodes the rule runs; it picks rsag only for 3 nodes or
+         * more, whose largest chunk is at most ceil(count / 3). The node
+         * count is not known here, so the bound covers every case. */
+        *server_floats = gcmpi_chunk_len(count, 3, 0);
+        algo = gcmpi_coll_rule(cfg, count, comm_size);
+    }
     *state_floats = 0;
     if (algo == GCMPI_ALGO_NATIVE && codec_is(cfg->codec, "powersgd")) {
         gc_powersgd_shape s = gc_powersgd_shape_of(count, gcmpi_coll_max_rank(cfg));
@@ -112,18 +148,6 @@ void gcmpi_coll_slot_split(gcmpi_ef_slot *slot, size_t state_floats, size_t mome
     if (state_floats == 0) slot->state = NULL;
 }
 
-int gcmpi_coll_dispatch(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in, float *out,
-                        size_t count, gcmpi_ef_slot *ef)
-{
-    switch (algo) {
-    case GCMPI_ALGO_ALLGATHER: return gcmpi_allreduce_allgather(ctx, in, out, count, ef);
-    case GCMPI_ALGO_NATIVE: return gcmpi_allreduce_native(ctx, in, out, count, ef);
-    case GCMPI_ALGO_RSAG:
-    case GCMPI_ALGO_AUTO: break;
-    }
-    return gcmpi_allreduce_rsag(ctx, in, out, count, ef);
-}
-
 int gcmpi_allreduce_compressed(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in,
                                float *out, size_t count, gcmpi_ef_slot *ef)
 {
@@ -133,32 +157,57 @@ int gcmpi_allreduce_compressed(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float
     memset(ctx->stats, 0, sizeof *ctx->stats);
     ctx->stats->bytes_offered = (uint64_t)count * sizeof(float);
 
-    if (algo == GCMPI_ALGO_AUTO) algo = gcmpi_coll_choose(ctx->cfg, count, ctx->size);
     int rc = MPI_SUCCESS;
+    if (algo == GCMPI_ALGO_AUTO || algo == GCMPI_ALGO_RULE) algo = gcmpi_coll_pick(ctx, count, &rc);
+    const double t0 = PMPI_Wtime();
+    if (rc == MPI_SUCCESS && count && gcmpi_coll_supports(ctx->cfg->codec, algo) &&
+        gcmpi_coll_momentum_floats(ctx->cfg, count))
+        rc = agree_momentum(ctx, count, ef); /* rc is the same on every rank */
+    if (rc == MPI_SUCCESS) {
+        if (ef && ef->momentum && count && gc_all_finite(in, count))
+            rc = gcmpi_coll_momentum_allreduce(ctx, algo, in, out, count, ef);
+        else
+            rc = gcmpi_coll_run(ctx, algo, in, out, count, ef);
+    }
+    if (rc == MPI_SUCCESS) gcmpi_auto_note(ctx, count, algo, PMPI_Wtime() - t0);
+    ctx->stats = caller_stats;
+    return rc;
+}
+
+int gcmpi_coll_run(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in, float *out,
+                   size_t count, gcmpi_ef_slot *ef)
+{
     /* count is the same on every rank: an empty call is a no-op everywhere. */
-    if (count == 0) {
-        rc = MPI_SUCCESS;
-    } else if (!gcmpi_coll_supports(ctx->cfg->codec, algo)) {
-        rc = MPI_ERR_ARG;
-    } else if (gcmpi_coll_momentum_floats(ctx->cfg, count) &&
-               (rc = agree_momentum(ctx, count, ef)) != MPI_SUCCESS) {
-        /* rc is the same on every rank */
-    } else if (!gc_all_finite(in, count)) {
-        /* An overflow step (inf or NaN in this rank's gradient): sent as it
-         * is (a flagged payload; native paths mark its blocks), so the sum
-         * is non-finite where MPI_SUM's is, and neither the residual nor
-         * the momentum takes the value. */
+    if (count == 0) return MPI_SUCCESS;
+    if (!gcmpi_coll_supports(ctx->cfg->codec, algo)) return MPI_ERR_ARG;
+    if (!gc_all_finite(in, count)) {
+        /* An overflow step (inf or NaN in this rank's gradient, or in a
+         * node's sum under hier): sent as it is (a flagged payload; native
+         * paths mark its blocks), so the sum is non-finite where MPI_SUM's
+         * is, and neither the residual nor the momentum takes the value. */
         gcmpi_ef_slot bare = {0};
         if (ef) bare = *ef;
         bare.residual = NULL;
         bare.momentum = NULL;
         ctx->stats->nonfinite_in = 1;
-        rc = gcmpi_coll_dispatch(ctx, algo, in, out, count, ef ? &bare : NULL);
-    } else if (ef && ef->momentum) {
-        rc = gcmpi_coll_momentum_allreduce(ctx, algo, in, out, count, ef);
-    } else {
-        rc = gcmpi_coll_dispatch(ctx, algo, in, out, count, ef);
+        return gcmpi_coll_dispatch(ctx, algo, in, out, count, ef ? &bare : NULL);
     }
-    ctx->stats = caller_stats;
-    return rc;
+    return gcmpi_coll_dispatch(ctx, algo, in, out, count, ef);
+}
+
+int gcmpi_coll_dispatch(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in, float *out,
+                        size_t count, gcmpi_ef_slot *ef)
+{
+    switch (algo) {
+    case GCMPI_ALGO_ALLGATHER: return gcmpi_allreduce_allgather(ctx, in, out, count, ef);
+    case GCMPI_ALGO_NATIVE: return gcmpi_allreduce_native(ctx, in, out, count, ef);
+    case GCMPI_ALGO_HIER: return gcmpi_allreduce_hier(ctx, in, out, count, ef);
+    case GCMPI_ALGO_RSAG: return gcmpi_allreduce_rsag(ctx, in, out, count, ef);
+    case GCMPI_ALGO_PASS: return allreduce_passthrough(ctx, in, out, count);
+    case GCMPI_ALGO_SPARSE_RD: return gcmpi_allreduce_sparse_rd(ctx, in, out, count, ef);
+    case GCMPI_ALGO_AUTO:
+    case GCMPI_ALGO_RULE:
+    case GCMPI_ALGO_COUNT: break;
+    }
+    return MPI_ERR_ARG;
 }

@@ -43,6 +43,19 @@ int gcmpi_allreduce_rsag(gcmpi_coll_ctx *ctx, const float *in, float *out, size_
                          gcmpi_ef_slot *ef);
 int gcmpi_allreduce_native(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t count,
                            gcmpi_ef_slot *ef);
+int gcmpi_allreduce_hier(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t count,
+                         gcmpi_ef_slot *ef);
+/* 1 when hier runs its reduce-scatter style for count on nodes n. */
+int gcmpi_hier_scatter_style(const gcmpi_config *cfg, const gcmpi_nodes *n, size_t count);
+int gcmpi_allreduce_sparse_rd(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t count,
+                              gcmpi_ef_slot *ef);
+
+/* Runs algo (not auto) on ctx without the statistics reset of
+ * gcmpi_allreduce_compressed (hier's call between nodes uses it): refuses
+ * an algo the codec lacks, sends a non-finite input without residual or
+ * momentum, then gcmpi_coll_dispatch. */
+int gcmpi_coll_run(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in, float *out,
+                   size_t count, gcmpi_ef_slot *ef);
 
 /* ---- payload all-gather (coll_allgather.c), shared with rsag and the
  * compressed MPI_Allgather ------------------------------------------------ */

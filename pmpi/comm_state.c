@@ -2,6 +2,7 @@
  * private duplicate, codec workspace, buffers, per-buffer state (residuals,
  * adaptive blocks), statistics and the timeline. */
 #include "comm_state.h"
+#include "auto_report.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -61,6 +62,8 @@ static void state_free(gcmpi_comm_state *st)
     gcmpi_ef_store_free(st->ef);
     gc_workspace_free(st->ws);
     gcmpi_scratch_free(&st->scratch);
+    if (st->rank == 0) gcmpi_auto_report_retire(st->label, st->cache.model);
+    gcmpi_coll_cache_free(&st->cache);
     if (st->dup != MPI_COMM_NULL) PMPI_Comm_free(&st->dup);
     free(st);
 }

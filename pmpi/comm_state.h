@@ -26,6 +26,8 @@ typedef struct gcmpi_comm_state {
     gc_workspace *ws;           /* codec workspace                            */
     gcmpi_scratch scratch;      /* buffers: the algorithms' slots, then the
                                    shim's (GCMPI_SCRATCH_SHIM_FIRST on)       */
+    gcmpi_coll_cache cache;     /* node split and auto's model, built on
+                                   first use                                  */
     gcmpi_ef_store *ef;         /* per-buffer state: residuals and the
                                    adaptive layer's blocks; NULL when neither
                                    is needed                                  */

@@ -77,14 +77,14 @@ static size_t key_hash(const gcmpi_ef_key *k)
 {
     uint64_t h = mix64((uint64_t)(uintptr_t)k->sendbuf + 0x9E3779B97F4A7C15ull);
     h = mix64(h ^ (uint64_t)(uintptr_t)k->recvbuf);
-    h = mix64(h ^ k->count ^ ((uint64_t)k->kind << 56));
+    h = mix64(h ^ k->count ^ ((uint64_t)k->kind << 56) ^ ((uint64_t)k->of_node << 48));
     return (size_t)h;
 }
 
 static int key_equal(const gcmpi_ef_key *a, const gcmpi_ef_key *b)
 {
     return a->sendbuf == b->sendbuf && a->recvbuf == b->recvbuf && a->count == b->count &&
-           a->kind == b->kind;
+           a->kind == b->kind && a->of_node == b->of_node;
 }
 
 gcmpi_ef_store *gcmpi_ef_store_create(void)

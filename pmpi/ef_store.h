@@ -28,6 +28,8 @@ typedef struct gcmpi_ef_key {
     const void *recvbuf;
     uint64_t count;        /* allreduce: elements; allgather: one block */
     gcmpi_kind kind;
+    int of_node;           /* 1: hier's residual of a node's sum, kept apart
+                              from this rank's own (flat) residual        */
 } gcmpi_ef_key;
 
 typedef struct gcmpi_ef_counts {

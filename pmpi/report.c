@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "auto_report.h"
 #include "stats.h"
 #include "timeline.h"
 
@@ -447,7 +448,11 @@ static int write_json(const char *path, const gcmpi_config *cfg, const char *mpi
                 s->eg_elements ? s->eg_fl_bits / (double)s->eg_elements : 0.0, eg_saving(s));
         json_passed_by(f, r);
     }
-    fprintf(f, "\n  ],\n  \"timelines\": [");
+    fprintf(f, "\n  ],\n  \"auto_choices\": [");
+    gcmpi_auto_report_json(f);
+    fprintf(f, "],\n  \"auto_models\": [");
+    gcmpi_auto_report_models_json(f);
+    fprintf(f, "],\n  \"timelines\": [");
     json_timelines(f);
     fprintf(f, "],\n  \"warnings\": [");
     for (size_t i = 0; i < n_warnings; i++) {
@@ -486,6 +491,7 @@ static void publish(const gcmpi_config *cfg, int nranks, gcmpi_stats_row *all, s
     if (cfg->stats_stderr) {
         print_table(cfg, mpi_version, nranks, rows, n, other);
         print_adaptive(cfg, rows, n);
+        gcmpi_auto_report_print(stderr);
     }
     for (size_t i = 0; i < n_warnings; i++) fprintf(stderr, "libgcmpi: %s\n", warnings[i]);
     if (cfg->stats_json[0] &&
@@ -538,4 +544,5 @@ void gcmpi_report_finalize(const gcmpi_config *cfg, MPI_Comm comm)
     free(all);
     free(displs);
     free(bytes);
+    gcmpi_auto_report_clear();
 }

@@ -233,13 +233,12 @@ static int has_ratio(void)
 static void trace_call(const gcmpi_comm_state *st, gcmpi_kind kind, size_t count,
                        gcmpi_algo algo, const gcmpi_ef_slot *slot, const gc_params *used)
 {
-    static const char *const algo_names[] = {"auto", "allgather", "rsag", "native"};
     const gc_codec *codec = kind == GCMPI_KIND_ALLGATHER ? ag_cfg.codec : cfg.codec;
     char setting[64] = "", how[48];
     if (uses_ratio(codec)) snprintf(setting, sizeof setting, ", ratio %.9g", used->ratio);
     else if (named(codec, "powersgd")) snprintf(setting, sizeof setting, ", rank %u", used->rank);
     if (kind == GCMPI_KIND_ALLGATHER) snprintf(how, sizeof how, "blocks of %s", gc_codec_name(codec));
-    else snprintf(how, sizeof how, "%s", algo_names[algo]);
+    else snprintf(how, sizeof how, "%s", gcmpi_algo_name(algo));
     fprintf(stderr, "libgcmpi: rank %d: %s of %zu floats on %s: %s, %s, call %llu%s\n", st->rank,
             gcmpi_kind_name(kind), count, st->label, how,
             !slot->residual ? "no residual" : slot->fresh ? "new residual" : "residual reused",
@@ -267,6 +266,7 @@ static gcmpi_coll_ctx context_of(gcmpi_comm_state *st, gcmpi_call_stats *cs)
         .ws = st->ws,
         .scratch = &st->scratch,
         .stats = cs,
+        .cache = &st->cache,
     };
     return ctx;
 }
@@ -280,7 +280,7 @@ static gcmpi_ef_entry *residual_of(gcmpi_comm_state *st, const gcmpi_ef_key *key
     const gcmpi_config *c = allreduce ? &cfg : &ag_cfg;
     const int residuals = allreduce ? st->residuals : st->allgather_residuals;
     const size_t adapt = allreduce ? gcmpi_adapt_slot_bytes(&cfg, (size_t)key->count) : 0;
-    if (!st->ef || (!residuals && adapt == 0)) {
+    if (!st->ef || (!residuals && adapt == 0) || algo == GCMPI_ALGO_PASS) {
         memset(slot, 0, sizeof *slot);
         slot->fresh = slot->adapt_fresh = 1;
         return NULL;
@@ -387,8 +387,13 @@ static int allreduce_run(gcmpi_comm_state *st, MPI_Comm comm, const void *sendbu
     inside = 1;
     int in_place = sendbuf == MPI_IN_PLACE;
     const float *in = in_place ? recvbuf : sendbuf;
-    gcmpi_algo algo = gcmpi_coll_choose(&cfg, count, st->size);
-    gcmpi_ef_key key = {in_place ? NULL : sendbuf, recvbuf, count, GCMPI_KIND_ALLREDUCE};
+    gcmpi_call_stats cs = {.bytes_offered = count * sizeof(float)};
+    gcmpi_coll_ctx ctx = context_of(st, &cs);
+    int rc = MPI_SUCCESS;
+    /* auto measures the communicator on its first call (collective). */
+    gcmpi_algo algo = gcmpi_coll_pick(&ctx, count, &rc);
+    gcmpi_ef_key key = {in_place ? NULL : sendbuf, recvbuf, count, GCMPI_KIND_ALLREDUCE,
+                        algo == GCMPI_ALGO_HIER};
     gcmpi_ef_slot slot;
     gcmpi_ef_entry *entry = residual_of(st, &key, algo, &slot);
     float *exact = NULL;
@@ -397,16 +402,13 @@ static int allreduce_run(gcmpi_comm_state *st, MPI_Comm comm, const void *sendbu
         if (count) memcpy(exact, in, count * sizeof(float));
     }
 
-    gcmpi_call_stats cs = {.bytes_offered = count * sizeof(float)};
-    gcmpi_coll_ctx ctx = context_of(st, &cs);
     /* count is the same on every rank: all adapt, or none does. Only then
      * is the configuration copied (it holds a few KiB of names and paths). */
-    const int adaptive = gc_adapt_active(&cfg.adapt) && count > 0;
+    const int adaptive = gc_adapt_active(&cfg.adapt) && count > 0 && rc == MPI_SUCCESS;
     gcmpi_config call;
     const gc_params *used = &cfg.params;
     gcmpi_adapt_call ac;
     const float *send = in;
-    int rc = MPI_SUCCESS;
     if (adaptive) {
         call = cfg;
         ctx.cfg = &call;
@@ -454,7 +456,7 @@ static int allgather_run(gcmpi_comm_state *st, MPI_Comm comm, const void *sendbu
     inside = 1;
     int in_place = sendbuf == MPI_IN_PLACE;
     const float *block = in_place ? (const float *)recvbuf + (size_t)st->rank * count : sendbuf;
-    gcmpi_ef_key key = {in_place ? NULL : sendbuf, recvbuf, count, GCMPI_KIND_ALLGATHER};
+    gcmpi_ef_key key = {in_place ? NULL : sendbuf, recvbuf, count, GCMPI_KIND_ALLGATHER, 0};
     gcmpi_ef_slot slot;
     gcmpi_ef_entry *entry = residual_of(st, &key, GCMPI_ALGO_ALLGATHER, &slot);
     float *copy = NULL;

@@ -34,6 +34,7 @@ typedef struct harness {
     gcmpi_config cfg;
     gcmpi_scratch scratch;
     gcmpi_call_stats stats;
+    gcmpi_coll_cache cache; /* node split and auto model, kept like the shim does */
     gcmpi_coll_ctx ctx;
 } harness;
 
@@ -43,6 +44,8 @@ static const char *algo_name(gcmpi_algo a)
     return a == GCMPI_ALGO_ALLGATHER ? "allgather"
            : a == GCMPI_ALGO_RSAG    ? "rsag"
            : a == GCMPI_ALGO_NATIVE  ? "native"
+           : a == GCMPI_ALGO_HIER    ? "hier"
+           : a == GCMPI_ALGO_SPARSE_RD ? "sparse_rd"
                                      : "auto";
 }
 
@@ -57,11 +60,20 @@ static void harness_init(harness *h, MPI_Comm comm)
     h->ctx.ws = gc_workspace_create();
     h->ctx.scratch = &h->scratch;
     h->ctx.stats = &h->stats;
+    h->ctx.cache = &h->cache;
     h->ctx.call_seed = 12345;
+}
+
+/* hier's nodes: q consecutive ranks each (0: ranks sharing memory). */
+static void use_node_size(harness *h, int q)
+{
+    gcmpi_coll_cache_free(&h->cache);
+    h->cfg.node_size = q;
 }
 
 static void harness_free(harness *h)
 {
+    gcmpi_coll_cache_free(&h->cache);
     gc_workspace_free(h->ctx.ws);
     gcmpi_scratch_free(&h->scratch);
     PMPI_Comm_free(&h->ctx.comm);
@@ -490,7 +502,8 @@ static void test_error_feedback_mean_approaches_the_true_sum(harness *h)
         {"topk", GCMPI_ALGO_ALLGATHER}, {"topk", GCMPI_ALGO_RSAG},
         {"int8", GCMPI_ALGO_ALLGATHER}, {"int8", GCMPI_ALGO_RSAG},
         {"int8", GCMPI_ALGO_NATIVE},    {"randk", GCMPI_ALGO_NATIVE},
-        {"powersgd", GCMPI_ALGO_NATIVE},
+        {"powersgd", GCMPI_ALGO_NATIVE}, {"topk", GCMPI_ALGO_SPARSE_RD},
+        {"dgc", GCMPI_ALGO_SPARSE_RD},
     };
     const int p = h->ctx.size;
     const size_t n = 2000;
@@ -529,6 +542,350 @@ static void test_error_feedback_mean_approaches_the_true_sum(harness *h)
         ef_free(&ef);
     }
     free(in), free(out), free(x), free(sum), free(acc), free(mean);
+}
+
+/* ---- hier ------------------------------------------------------------------ */
+
+/* The node split by GCMPI_NODE_SIZE: blocks of q ranks, the last one
+ * smaller when q does not divide p; shape figures agree on all ranks. */
+static void test_hier_node_split_follows_node_size(harness *h)
+{
+    const int p = h->ctx.size, me = h->ctx.rank;
+    for (int q = 1; q <= p + 1; q++) {
+        use_node_size(h, q);
+        gcmpi_nodes *n = NULL;
+        int rc = gcmpi_nodes_create(h->ctx.comm, q, &n);
+        CHECK(rc == MPI_SUCCESS && n, "q=%d: rc %d", q, rc);
+        if (!n) continue;
+        const int nodes = (p + q - 1) / q;
+        CHECK(n->n_nodes == nodes, "q=%d: %d nodes, want %d", q, n->n_nodes, nodes);
+        CHECK(n->node_index == me / q, "q=%d: node %d, want %d", q, n->node_index, me / q);
+        CHECK(n->node_rank == me % q, "q=%d: local rank %d", q, n->node_rank);
+        CHECK(n->max_node_size == (q < p ? q : p), "q=%d: largest node %d", q, n->max_node_size);
+        CHECK((n->leaders != MPI_COMM_NULL) == (me % q == 0), "q=%d: leader", q);
+        gcmpi_nodes_free(n);
+    }
+    use_node_size(h, 0);
+}
+
+/* Codec none through hier sums integer-valued floats exactly for every
+ * node size (one node, one rank per node, uneven nodes), in place or not,
+ * with every rank holding the same bytes. */
+static void test_hier_none_sums_exactly_for_every_node_size(harness *h)
+{
+    const int p = h->ctx.size;
+    const size_t counts[] = {0, 1, (size_t)p + 1, 1000, 65537};
+    use_codec(h, "none");
+    for (int q = 1; q <= p; q++) {
+        use_node_size(h, q);
+        for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++)
+            for (int in_place = 0; in_place < 2; in_place++) {
+                const size_t n = counts[c];
+                float *in = malloc((n + 1) * sizeof(float));
+                float *out = malloc((n + 1) * sizeof(float));
+                for (size_t i = 0; i < n; i++) in[i] = int_value(h->ctx.rank, i);
+                if (in_place) memcpy(out, in, n * sizeof(float));
+                int rc = allreduce(h, GCMPI_ALGO_HIER, in_place ? out : in, out, n, NULL);
+                CHECK(rc == MPI_SUCCESS, "q=%d n=%zu: rc %d", q, n, rc);
+                size_t bad = 0;
+                for (size_t i = 0; i < n; i++) {
+                    float want = 0;
+                    for (int r = 0; r < p; r++) want += int_value(r, i);
+                    bad += out[i] != want;
+                }
+                CHECK(bad == 0, "q=%d n=%zu in_place=%d: %zu wrong sums", q, n, in_place, bad);
+                CHECK(same_on_all_ranks(h, out, n), "q=%d n=%zu: ranks differ", q, n);
+                free(in);
+                free(out);
+            }
+    }
+    use_node_size(h, 0);
+}
+
+/* Lossy codecs through hier (nodes of 2: uneven on 3 ranks): every rank
+ * ends with the same bytes, and the sum is as close as the codec allows
+ * (compressed once, between nodes, like a flat allgather of node sums). */
+static void test_hier_lossy_codecs_agree_and_stay_close(harness *h)
+{
+    static const struct { const char *codec; double bound; } cases[] = {
+        {"int8", 0.02}, {"fp16", 2e-3}, {"topk", 0.9}, {"sign", 1.0}, {"qsgd", 0.5},
+        {"randk", 1.0}, {"dgc", 0.9},
+    };
+    const int p = h->ctx.size;
+    const size_t n = 20000;
+    float *in = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float));
+    float *x = malloc(n * sizeof(float)), *sum = calloc(n, sizeof(float));
+    for (int r = 0; r < p; r++) {
+        fill_laplace(x, n, r);
+        for (size_t i = 0; i < n; i++) sum[i] += x[i];
+    }
+    fill_laplace(in, n, h->ctx.rank);
+    use_node_size(h, p > 2 ? 2 : 1);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        use_codec(h, cases[c].codec);
+        h->cfg.params.ratio = 0.25;
+        if (strcmp(cases[c].codec, "qsgd") == 0) h->cfg.params.bits = 8;
+        ef_buf ef;
+        ef_alloc(&ef, h, GCMPI_ALGO_HIER, n);
+        for (int call = 0; call < 2; call++) {
+            int rc = allreduce(h, GCMPI_ALGO_HIER, in, out, n, &ef.slot);
+            CHECK(rc == MPI_SUCCESS, "%s: rc %d", cases[c].codec, rc);
+            CHECK(same_on_all_ranks(h, out, n), "%s call %d: ranks differ", cases[c].codec, call);
+        }
+        const double e = rel_err(sum, out, n);
+        if (verbose && my_rank == 0) printf("  hier %-8s relative error %.3g\n", cases[c].codec, e);
+        CHECK(e <= cases[c].bound, "%s: relative error %g above %g", cases[c].codec, e,
+              cases[c].bound);
+        ef_free(&ef);
+    }
+    use_node_size(h, 0);
+    free(in), free(out), free(x), free(sum);
+}
+
+/* Error feedback through hier: each leader keeps the residual of its
+ * node's sum, so the running mean converges even when nodes differ in
+ * size (3 ranks in nodes of 2 and 1). */
+static void test_hier_error_feedback_converges_with_uneven_nodes(harness *h)
+{
+    static const char *const codecs[] = {"topk", "int8", "sign"};
+    const int p = h->ctx.size;
+    const size_t n = 2000;
+    float *in = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float));
+    float *x = malloc(n * sizeof(float)), *sum = calloc(n, sizeof(float));
+    double *acc = malloc(n * sizeof(double));
+    float *mean = malloc(n * sizeof(float));
+    for (int r = 0; r < p; r++) {
+        fill_laplace(x, n, r);
+        for (size_t i = 0; i < n; i++) sum[i] += x[i];
+    }
+    fill_laplace(in, n, h->ctx.rank);
+    use_node_size(h, p > 2 ? 2 : 1);
+    for (size_t c = 0; c < sizeof codecs / sizeof codecs[0]; c++) {
+        use_codec(h, codecs[c]);
+        h->cfg.params.ratio = 0.25;
+        ef_buf ef;
+        ef_alloc(&ef, h, GCMPI_ALGO_HIER, n);
+        memset(acc, 0, n * sizeof(double));
+        double e8 = 0, e64 = 0;
+        const int calls = strcmp(codecs[c], "sign") == 0 ? 256 : 64;
+        for (int t = 1; t <= calls; t++) {
+            int rc = allreduce(h, GCMPI_ALGO_HIER, in, out, n, &ef.slot);
+            CHECK(rc == MPI_SUCCESS, "%s: rc %d", codecs[c], rc);
+            for (size_t i = 0; i < n; i++) {
+                acc[i] += out[i];
+                mean[i] = (float)(acc[i] / t);
+            }
+            if (t == 8) e8 = rel_err(sum, mean, n);
+            if (t == calls) e64 = rel_err(sum, mean, n);
+        }
+        if (verbose && my_rank == 0)
+            printf("  hier %-6s mean error %.3g after 8 calls, %.3g after %d\n", codecs[c], e8,
+                   e64, calls);
+        CHECK(e8 > 0 || p == 1, "%s: nothing was compressed", codecs[c]);
+        CHECK(e64 <= 0.35 * e8, "%s: mean error %g after 8 calls, %g after %d", codecs[c], e8,
+              e64, calls);
+        ef_free(&ef);
+    }
+    use_node_size(h, 0);
+    free(in), free(out), free(x), free(sum), free(acc), free(mean);
+}
+
+/* ---- sparse_rd --------------------------------------------------------------- */
+
+/* sparse_rd sums what every rank's codec kept: on integer-valued inputs
+ * (exact in any order) the result is the sum of the ranks' decoded
+ * payloads, for sets that stay sparse, turn dense midway, or start dense;
+ * counts below p, odd, large; in place or not; every rank the same bytes. */
+static void test_sparse_rd_equals_the_sum_of_decoded_sets(harness *h)
+{
+    const int p = h->ctx.size;
+    const size_t counts[] = {1, (size_t)p + 1, 1000, 65537};
+    const double ratios[] = {0.02, 0.3, 0.7};
+    for (size_t rt = 0; rt < 3; rt++)
+        for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++)
+            for (int in_place = 0; in_place < 2; in_place++) {
+                use_codec(h, "topk");
+                h->cfg.params.ratio = ratios[rt];
+                const size_t n = counts[c];
+                float *in = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float));
+                float *x = malloc(n * sizeof(float)), *want = calloc(n, sizeof(float));
+                for (int r = 0; r < p; r++) {
+                    for (size_t i = 0; i < n; i++) x[i] = int_value(r, i * (size_t)(r + 1));
+                    decode_own(h->cfg.codec, &h->cfg.params, x, n, want);
+                }
+                for (size_t i = 0; i < n; i++) in[i] = int_value(h->ctx.rank, i * (size_t)(h->ctx.rank + 1));
+                if (in_place) memcpy(out, in, n * sizeof(float));
+                int rc = allreduce(h, GCMPI_ALGO_SPARSE_RD, in_place ? out : in, out, n, NULL);
+                CHECK(rc == MPI_SUCCESS, "ratio %g n=%zu: rc %d", ratios[rt], n, rc);
+                size_t bad = 0;
+                for (size_t i = 0; i < n; i++) bad += out[i] != want[i];
+                CHECK(bad == 0, "ratio %g n=%zu in_place=%d: %zu sums differ", ratios[rt], n,
+                      in_place, bad);
+                CHECK(same_on_all_ranks(h, out, n), "ratio %g n=%zu: ranks differ", ratios[rt], n);
+                free(in), free(out), free(x), free(want);
+            }
+}
+
+/* Values that round differently in another order: every rank must still
+ * hold the same bytes (one summation tree for all), for every sparse codec,
+ * with momentum correction too. */
+static void test_sparse_rd_gives_identical_bytes_on_every_rank(harness *h)
+{
+    static const char *const codecs[] = {"topk", "dgc", "randk", "topkq"};
+    const size_t n = 50000;
+    float *in = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float));
+    fill_laplace(in, n, h->ctx.rank);
+    for (size_t c = 0; c < sizeof codecs / sizeof codecs[0]; c++)
+        for (int momentum = 0; momentum < 2; momentum++)
+            for (double ratio = 0.005; ratio < 1; ratio *= 8) {
+                use_codec(h, codecs[c]);
+                h->cfg.params.ratio = ratio;
+                h->cfg.ef_momentum = momentum ? 0.9 : 0.0;
+                ef_buf ef;
+                ef_alloc(&ef, h, GCMPI_ALGO_SPARSE_RD, n);
+                for (int call = 0; call < 2; call++) {
+                    int rc = allreduce(h, GCMPI_ALGO_SPARSE_RD, in, out, n, &ef.slot);
+                    CHECK(rc == MPI_SUCCESS, "%s ratio %g: rc %d", codecs[c], ratio, rc);
+                    CHECK(same_on_all_ranks(h, out, n), "%s ratio %g momentum %d: ranks differ",
+                          codecs[c], ratio, momentum);
+                }
+                ef_free(&ef);
+            }
+    free(in), free(out);
+}
+
+/* A sparse codec whose encode fails on rank 0 only: the error travels
+ * with the sets, every rank returns it, and the next call works. */
+static size_t failing_topk_encode(const float *g, float *r, size_t n, const gc_params *par,
+                                  uint64_t seed, uint8_t *dst, size_t cap, gc_workspace *ws)
+{
+    if (n && g[0] < 0) return (size_t)0 - (size_t)GC_ERR_PARAM;
+    return gc_codec_topk.encode(g, r, n, par, seed, dst, cap, ws);
+}
+
+static void test_sparse_rd_failed_encode_on_one_rank_fails_everywhere(harness *h)
+{
+    static gc_codec failing;
+    failing = gc_codec_topk;
+    failing.name = "failing_topk";
+    failing.encode = failing_topk_encode;
+    const size_t n = 1000;
+    float *in = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) in[i] = h->ctx.rank == 0 ? -1.0f : 1.0f;
+    use_codec(h, "topk");
+    h->cfg.codec = &failing;
+    int rc = allreduce(h, GCMPI_ALGO_SPARSE_RD, in, out, n, NULL);
+    CHECK(rc == MPI_ERR_ARG, "rc %d, want MPI_ERR_ARG on every rank", rc);
+    use_codec(h, "topk");
+    h->cfg.params.ratio = 1.0;
+    for (size_t i = 0; i < n; i++) in[i] = 1.0f;
+    rc = allreduce(h, GCMPI_ALGO_SPARSE_RD, in, out, n, NULL);
+    CHECK(rc == MPI_SUCCESS && out[0] == (float)h->ctx.size, "after a failure: rc %d, out[0] %g",
+          rc, out[0]);
+    free(in), free(out);
+}
+
+/* ---- auto ------------------------------------------------------------------ */
+
+/* Every rank measures something else (here: figures drawn per rank, one
+ * rank far slower); after the agreement every rank holds the same model
+ * and picks the same algorithm for every size. */
+static void test_auto_pick_is_the_same_on_every_rank_whatever_each_measured(harness *h)
+{
+    static const char *const codecs[] = {"topk", "int8", "sign", "none"};
+    const int me = h->ctx.rank;
+    use_node_size(h, h->ctx.size > 2 ? 2 : 1);
+    gcmpi_nodes *nodes = NULL;
+    int rc = gcmpi_nodes_create(h->ctx.comm, h->cfg.node_size, &nodes);
+    CHECK(rc == MPI_SUCCESS, "nodes: rc %d", rc);
+    for (size_t c = 0; c < sizeof codecs / sizeof codecs[0] && nodes; c++) {
+        use_codec(h, codecs[c]);
+        h->cfg.algo = GCMPI_ALGO_AUTO;
+        double local[GCMPI_AUTO_FIGURES];
+        uint64_t s = 77 + (uint64_t)me * 1000 + c;
+        for (int i = 0; i < GCMPI_AUTO_FIGURES; i++) {
+            double u = (double)(rng_next(&s) >> 11) * 0x1p-53;
+            const int times = GCMPI_AUTO_FIGURES - 3; /* then encode, decode, ratio */
+            local[i] = i < times ? 1e-5 * (1 + 1000 * u)
+                       : i < times + 2 ? 1e-9 * (1 + 10 * u) : 0.01 + 0.5 * u;
+            if (me == 1) local[i] *= 20; /* one slow rank */
+        }
+        gcmpi_auto_model m;
+        memset(&m, 0, sizeof m);
+        rc = gcmpi_auto_agree(&h->ctx, nodes, local, &m);
+        CHECK(rc == MPI_SUCCESS, "%s: agree rc %d", codecs[c], rc);
+        int picks[16];
+        for (int k = 0; k < 16; k++)
+            picks[k] = (int)gcmpi_auto_pick(&h->cfg, &m, (size_t)1 << k, NULL);
+        CHECK(same_on_all_ranks(h, (const float *)picks, 16), "%s: picks differ", codecs[c]);
+        CHECK(same_on_all_ranks(h, (const float *)&m.env, sizeof m.env / sizeof(float)),
+              "%s: models differ", codecs[c]);
+        /* The agreed ratio is the lower median of the ranks' ratios. */
+        const int p = h->ctx.size;
+        double *ratios = malloc((size_t)p * sizeof *ratios);
+        PMPI_Allgather(&local[GCMPI_AUTO_FIGURES - 1], 1, MPI_DOUBLE, ratios, 1, MPI_DOUBLE,
+                       h->ctx.comm);
+        int below = 0, at_or_below = 0;
+        for (int r = 0; r < p; r++) {
+            below += ratios[r] < m.env.payload_ratio;
+            at_or_below += ratios[r] <= m.env.payload_ratio;
+        }
+        CHECK(below <= (p - 1) / 2 && at_or_below >= (p - 1) / 2 + 1,
+              "%s: agreed ratio %g is not the lower median", codecs[c], m.env.payload_ratio);
+        free(ratios);
+    }
+    gcmpi_nodes_free(nodes);
+    h->cfg.algo = GCMPI_ALGO_AUTO;
+    use_node_size(h, 0);
+}
+
+/* auto for real: measure once, pick per size, and every rank ends with
+ * the same bytes whatever it picked; codec none stays exact. */
+static void test_auto_measures_once_and_results_agree(harness *h)
+{
+    const int p = h->ctx.size;
+    use_node_size(h, p > 2 ? 2 : 1);
+    h->cfg.algo = GCMPI_ALGO_AUTO;
+    static const char *const codecs[] = {"none", "topk", "int8"};
+    const size_t counts[] = {1000, 65537, 1 << 20};
+    for (size_t c = 0; c < sizeof codecs / sizeof codecs[0]; c++) {
+        use_codec(h, codecs[c]);
+        gcmpi_coll_cache_free(&h->cache); /* measure this codec */
+        for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
+            const size_t n = counts[k];
+            float *in = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float));
+            for (size_t i = 0; i < n; i++) in[i] = int_value(h->ctx.rank, i);
+            ef_buf ef;
+            int rc = MPI_SUCCESS;
+            gcmpi_algo algo = gcmpi_coll_pick(&h->ctx, n, &rc);
+            CHECK(rc == MPI_SUCCESS && h->cache.model, "%s: no model (rc %d)", codecs[c], rc);
+            int a = (int)algo;
+            CHECK(same_on_all_ranks(h, (const float *)&a, 1), "%s n=%zu: picks differ", codecs[c], n);
+            ef_alloc(&ef, h, algo, n);
+            rc = allreduce(h, GCMPI_ALGO_AUTO, in, out, n, &ef.slot);
+            CHECK(rc == MPI_SUCCESS, "%s n=%zu: rc %d", codecs[c], n, rc);
+            CHECK(same_on_all_ranks(h, out, n), "%s n=%zu (%s): ranks differ", codecs[c], n,
+                  gcmpi_algo_name(algo));
+            if (strcmp(codecs[c], "none") == 0) {
+                size_t bad = 0;
+                for (size_t i = 0; i < n; i++) {
+                    float want = 0;
+                    for (int r = 0; r < p; r++) want += int_value(r, i);
+                    bad += out[i] != want;
+                }
+                CHECK(bad == 0, "none n=%zu (%s): %zu wrong sums", n, gcmpi_algo_name(algo), bad);
+            }
+            if (verbose && my_rank == 0)
+                printf("  auto %-5s n=%-8zu %s\n", codecs[c], n, gcmpi_algo_name(algo));
+            ef_free(&ef);
+            free(in), free(out);
+        }
+        CHECK(h->cache.model && h->cache.model->n_choices == 3, "%s: choices %d", codecs[c],
+              h->cache.model ? h->cache.model->n_choices : -1);
+    }
+    gcmpi_coll_cache_free(&h->cache);
+    h->cfg.algo = GCMPI_ALGO_AUTO;
+    use_node_size(h, 0);
 }
 
 /* A codec whose encode fails on rank 0 only: every rank must return the
@@ -826,6 +1183,15 @@ int main(int argc, char **argv)
         T(test_auto_choice_follows_the_documented_rule),
         T(test_transparent_momentum_tracks_the_exact_momentum),
         T(test_nonfinite_inputs_behave_like_mpi_sum),
+        T(test_hier_node_split_follows_node_size),
+        T(test_hier_none_sums_exactly_for_every_node_size),
+        T(test_hier_lossy_codecs_agree_and_stay_close),
+        T(test_hier_error_feedback_converges_with_uneven_nodes),
+        T(test_sparse_rd_equals_the_sum_of_decoded_sets),
+        T(test_sparse_rd_gives_identical_bytes_on_every_rank),
+        T(test_sparse_rd_failed_encode_on_one_rank_fails_everywhere),
+        T(test_auto_pick_is_the_same_on_every_rank_whatever_each_measured),
+        T(test_auto_measures_once_and_results_agree),
 #undef T
     };
     /* test_algos [test-name-part] [codec,codec...] */

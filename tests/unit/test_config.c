@@ -309,11 +309,19 @@ Test(values, algorithms_and_adapt)
     static const struct { const char *entry; gcmpi_algo algo; } cases[] = {
         {"GCMPI_ALGO=auto", GCMPI_ALGO_AUTO}, {"GCMPI_ALGO=allgather", GCMPI_ALGO_ALLGATHER},
         {"GCMPI_ALGO=RSAG", GCMPI_ALGO_RSAG}, {"GCMPI_ALGO=native", GCMPI_ALGO_NATIVE},
+        {"GCMPI_ALGO=hier", GCMPI_ALGO_HIER}, {"GCMPI_ALGO=rule", GCMPI_ALGO_RULE},
+        {"GCMPI_ALGO=passthrough", GCMPI_ALGO_PASS},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         load_ok(ENV((char *)cases[i].entry));
         cr_assert_eq(cfg.algo, cases[i].algo, "%s", cases[i].entry);
     }
+    load_ok(ENV("GCMPI_CODEC=topk", "GCMPI_ALGO=sparse_rd"));
+    cr_assert_eq(cfg.algo, GCMPI_ALGO_SPARSE_RD);
+    load_ok(ENV("GCMPI_NODE_SIZE=4"));
+    cr_assert_eq(cfg.node_size, 4);
+    load_ok(ENV("GCMPI_NODE_SIZE=auto"));
+    cr_assert_eq(cfg.node_size, 0);
     static const struct { char *codec, *adapt; gc_adapt_method method; } adapts[] = {
         {"GCMPI_CODEC=topk", "GCMPI_ADAPT=none", GC_ADAPT_NONE},
         {"GCMPI_CODEC=eg", "GCMPI_ADAPT=gct", GC_ADAPT_GCT},
@@ -466,7 +474,13 @@ Test(errors, keywords_and_booleans)
     load_fails_with(ENV("GCMPI_EF="),
                     "libgcmpi: GCMPI_EF= is empty; expected auto or 0, 1, true, false, yes, no, on or off");
     load_fails_with(ENV("GCMPI_ALGO=ring"),
-                    "libgcmpi: GCMPI_ALGO=ring is not an algorithm; expected auto, allgather, rsag or native");
+                    "libgcmpi: GCMPI_ALGO=ring is not an algorithm; expected auto, rule, allgather, rsag, native, hier, sparse_rd or passthrough");
+    load_fails_with(ENV("GCMPI_CODEC=int8", "GCMPI_ALGO=sparse_rd"),
+                    "libgcmpi: GCMPI_ALGO=sparse_rd does not work with GCMPI_CODEC=int8; sparse_rd works with: topk, randk, dgc, topkq");
+    load_fails_with(ENV("GCMPI_NODE_SIZE=0"),
+                    "libgcmpi: GCMPI_NODE_SIZE=0 is out of range; expected auto or an integer in [1, 2147483647]");
+    load_fails_with(ENV("GCMPI_NODE_SIZE=four"),
+                    "libgcmpi: GCMPI_NODE_SIZE=four is not an integer; expected auto or an integer in [1, 2147483647]");
     load_fails_with(ENV("GCMPI_QSGD_CODING=huffman"),
                     "libgcmpi: GCMPI_QSGD_CODING=huffman is not a QSGD coding; expected fixed or elias");
     load_fails_with(ENV("GCMPI_ADAPT=magic"),

@@ -1,0 +1,127 @@
+/* auto_report.c — the process list of auto's choices (auto_report.h). */
+#include "auto_report.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stats.h" /* GCMPI_LABEL_LEN */
+
+typedef struct retired {
+    char comm[GCMPI_LABEL_LEN];
+    int p, n_nodes;
+    gcmpi_cost_env env;
+    int n;
+    gcmpi_auto_choice choices[GCMPI_AUTO_MAX_CHOICES];
+    struct retired *next;
+} retired;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static retired *head, **tail = &head;
+
+void gcmpi_auto_report_retire(const char *comm, const gcmpi_auto_model *m)
+{
+    if (!m || m->n_choices == 0) return;
+    retired *r = calloc(1, sizeof *r);
+    if (!r) return; /* out of memory: the report lacks these choices */
+    snprintf(r->comm, sizeof r->comm, "%s", comm);
+    r->p = m->env.p;
+    r->n_nodes = m->env.n_nodes;
+    r->env = m->env;
+    r->n = m->n_choices;
+    memcpy(r->choices, m->choices, (size_t)m->n_choices * sizeof *m->choices);
+    pthread_mutex_lock(&lock);
+    *tail = r;
+    tail = &r->next;
+    pthread_mutex_unlock(&lock);
+}
+
+static double mean_ms(const gcmpi_auto_choice *c)
+{
+    return c->calls ? 1e3 * c->measured_s / (double)c->calls : 0.0;
+}
+
+void gcmpi_auto_report_print(FILE *f)
+{
+    for (const retired *r = head; r; r = r->next)
+        for (int i = 0; i < r->n; i++) {
+            const gcmpi_auto_choice *c = &r->choices[i];
+            fprintf(f,
+                    "libgcmpi: auto %s (%d ranks, %d nodes): %zu floats -> %s, predicted "
+                    "%.3f ms, measured %.3f ms over %llu calls\n",
+                    r->comm, r->p, r->n_nodes, c->count, gcmpi_algo_name(c->algo),
+                    1e3 * c->predicted_s, mean_ms(c), (unsigned long long)c->calls);
+        }
+}
+
+void gcmpi_auto_report_json(FILE *f)
+{
+    int first = 1;
+    for (const retired *r = head; r; r = r->next)
+        for (int i = 0; i < r->n; i++) {
+            const gcmpi_auto_choice *c = &r->choices[i];
+            fprintf(f,
+                    "%s\n    {\"comm\": \"%s\", \"collective\": \"allreduce\", \"ranks\": %d, "
+                    "\"nodes\": %d, \"count\": %zu, \"algo\": \"%s\", \"predicted_s\": %.6g, "
+                    "\"measured_s\": %.6g, \"calls\": %llu}",
+                    first ? "" : ",", r->comm, r->p, r->n_nodes, c->count,
+                    gcmpi_algo_name(c->algo), c->predicted_s,
+                    c->calls ? c->measured_s / (double)c->calls : 0.0,
+                    (unsigned long long)c->calls);
+            first = 0;
+        }
+    if (!first) fprintf(f, "\n  ");
+}
+
+/* Link figures read back off a fitted line of the alpha-beta forms
+ * (cost_model.c): allgather over m ranks a = log2(m) alpha, b = (m-1)/beta;
+ * allreduce over q ranks a = 2 log2(q) alpha, b = 2 (q-1) / (q beta). */
+static void link_of_allgather(gcmpi_lin l, int m, double *alpha, double *beta)
+{
+    const double lg = m > 1 ? ceil(log2((double)m)) : 1.0;
+    *alpha = l.a / lg;
+    *beta = l.b > 0 && m > 1 ? (m - 1) / l.b : 0.0;
+}
+
+static void link_of_allreduce(gcmpi_lin l, int q, double *alpha, double *beta)
+{
+    const double lg = q > 1 ? ceil(log2((double)q)) : 1.0;
+    *alpha = l.a / (2 * lg);
+    *beta = l.b > 0 && q > 1 ? 2.0 * (q - 1) / (q * l.b) : 0.0;
+}
+
+void gcmpi_auto_report_models_json(FILE *f)
+{
+    int first = 1;
+    for (const retired *r = head; r; r = r->next) {
+        const gcmpi_cost_env *e = &r->env;
+        double ai, bi, aq = 0, bq = 0;
+        if (e->n_nodes > 1) link_of_allgather(e->between.allgather, e->n_nodes, &ai, &bi);
+        else link_of_allgather(e->flat.allgather, e->p, &ai, &bi);
+        if (e->node_size > 1) link_of_allreduce(e->node_allreduce, e->node_size, &aq, &bq);
+        fprintf(f,
+                "%s\n    {\"comm\": \"%s\", \"ranks\": %d, \"nodes\": %d, \"node_size\": %d, "
+                "\"alpha-inter\": %.6g, \"gbits\": %.6g, \"alpha-intra\": %.6g, "
+                "\"gbytes-intra\": %.6g, \"encode-gbs\": %.6g, \"decode-gbs\": %.6g, "
+                "\"payload-ratio\": %.6g, \"density\": %.6g, \"native-ratio\": %.6g}",
+                first ? "" : ",", r->comm, e->p, e->n_nodes, e->node_size, ai, 8e-9 * bi, aq,
+                1e-9 * bq, e->encode_s_per_byte > 0 ? 1e-9 / e->encode_s_per_byte : 0.0,
+                e->decode_s_per_byte > 0 ? 1e-9 / e->decode_s_per_byte : 0.0, e->payload_ratio,
+                e->density, e->native_ratio);
+        first = 0;
+    }
+    if (!first) fprintf(f, "\n  ");
+}
+
+void gcmpi_auto_report_clear(void)
+{
+    pthread_mutex_lock(&lock);
+    while (head) {
+        retired *r = head;
+        head = r->next;
+        free(r);
+    }
+    tail = &head;
+    pthread_mutex_unlock(&lock);
+}

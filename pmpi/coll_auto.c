@@ -1,0 +1,334 @@
+/* coll_auto.c — GCMPI_ALGO=auto: per communicator, measure once what the
+ * cost model needs, agree on it, then pick per call size the algorithm it
+ * predicts fastest.
+ *
+ * At the first auto call on a communicator (the same call on every rank,
+ * because eligibility is), every rank times the MPI primitives the
+ * algorithms are made of at two sizes — over the whole communicator,
+ * inside its node, and between node leaders —, the codec's encode and
+ * decode on a synthetic gradient, and the payload it produces. Every rank
+ * takes the fastest of a few runs (load on a shared machine only ever adds
+ * time). One PMPI_Allgather of all figures and the median over ranks of
+ * each (the lower one for an even count) makes them the same on every rank
+ * without letting one rank's hiccup decide, so the pick, a pure function
+ * of the agreed figures and the call's count, is the same everywhere. */
+#include "coll_impl.h"
+#include "cost_model.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#define SMALL_BYTES ((size_t)16 << 10)
+#define LARGE_BYTES ((size_t)1 << 20)
+#define LARGE_GATHER_BYTES ((size_t)128 << 10) /* each rank's block */
+#define REPEATS 5
+#define CODEC_FLOATS ((size_t)1 << 18)
+
+/* The figures that are agreed, as one array of doubles. */
+enum {
+    F_AR1, F_AR2, F_AG1, F_AG2, F_A2A1, F_A2A2, /* flat      */
+    B_AR1, B_AR2, B_AG1, B_AG2, B_A2A1, B_A2A2, /* between   */
+    N_RB1, N_RB2, N_AR1, N_AR2,                 /* in a node */
+    C_ENC, C_DEC, C_RATIO,                      /* codec     */
+    FIGURES
+};
+_Static_assert(FIGURES == GCMPI_AUTO_FIGURES, "coll.h's figure count");
+
+void gcmpi_coll_cache_free(gcmpi_coll_cache *c)
+{
+    if (!c) return;
+    gcmpi_nodes_free(c->nodes);
+    free(c->model);
+    c->nodes = NULL;
+    c->model = NULL;
+}
+
+/* ---- measuring --------------------------------------------------------- */
+
+typedef enum { PRIM_ALLREDUCE, PRIM_ALLGATHER, PRIM_ALLTOALL, PRIM_REDUCE_BCAST } prim;
+
+static int run_prim(prim k, MPI_Comm comm, int p, uint8_t *a, uint8_t *b, size_t bytes)
+{
+    const int floats = (int)(bytes / sizeof(float));
+    switch (k) {
+    case PRIM_ALLREDUCE:
+        return PMPI_Allreduce(a, b, floats, MPI_FLOAT, MPI_SUM, comm);
+    case PRIM_ALLGATHER:
+        return PMPI_Allgather(a, (int)bytes, MPI_BYTE, b, (int)bytes, MPI_BYTE, comm);
+    case PRIM_ALLTOALL:
+        return PMPI_Alltoall(a, (int)(bytes / (size_t)p), MPI_BYTE, b, (int)(bytes / (size_t)p),
+                             MPI_BYTE, comm);
+    case PRIM_REDUCE_BCAST: {
+        int rank, rc;
+        PMPI_Comm_rank(comm, &rank);
+        rc = PMPI_Reduce(rank == 0 ? MPI_IN_PLACE : (void *)a, a, floats, MPI_FLOAT, MPI_SUM, 0, comm);
+        return rc == MPI_SUCCESS ? PMPI_Bcast(a, floats, MPI_FLOAT, 0, comm) : rc;
+    }
+    }
+    return MPI_ERR_ARG;
+}
+
+/* The fastest of REPEATS runs, each after a barrier: the first pays for
+ * connections and caches, and other load only ever makes a run slower. */
+static double time_prim(prim k, MPI_Comm comm, uint8_t *a, uint8_t *b, size_t bytes)
+{
+    int p;
+    PMPI_Comm_size(comm, &p);
+    double t[REPEATS];
+    for (int i = 0; i < REPEATS; i++) {
+        PMPI_Barrier(comm);
+        double t0 = PMPI_Wtime();
+        if (run_prim(k, comm, p, a, b, bytes) != MPI_SUCCESS) return 0.0;
+        t[i] = PMPI_Wtime() - t0;
+    }
+    double best = t[0];
+    for (int i = 1; i < REPEATS; i++)
+        if (t[i] < best) best = t[i];
+    return best;
+}
+
+static void measure_comm(MPI_Comm comm, double *f, uint8_t *a, uint8_t *b)
+{
+    int p;
+    PMPI_Comm_size(comm, &p);
+    f[0] = time_prim(PRIM_ALLREDUCE, comm, a, b, SMALL_BYTES);
+    f[1] = time_prim(PRIM_ALLREDUCE, comm, a, b, LARGE_BYTES);
+    f[2] = time_prim(PRIM_ALLGATHER, comm, a, b, SMALL_BYTES / (size_t)p);
+    f[3] = time_prim(PRIM_ALLGATHER, comm, a, b, LARGE_GATHER_BYTES);
+    f[4] = time_prim(PRIM_ALLTOALL, comm, a, b, SMALL_BYTES);
+    f[5] = time_prim(PRIM_ALLTOALL, comm, a, b, LARGE_BYTES);
+}
+
+/* Laplace-like values, the same on every rank (the payload of a sparse or
+ * entropy-coded codec depends on them). */
+static void synthetic_gradient(float *x, size_t n)
+{
+    uint64_t s = 0x5EEDull;
+    for (size_t i = 0; i < n; i++) {
+        s = gcmpi_coll_mix(s);
+        double u = ((double)(s >> 11) + 0.5) * 0x1p-53 - 0.5;
+        x[i] = (float)(-(u < 0 ? -1.0 : 1.0) * log(1.0 - 2.0 * fabs(u)));
+    }
+}
+
+static void measure_codec(gcmpi_coll_ctx *ctx, double *f, float *x, float *acc, uint8_t *payload,
+                          size_t cap)
+{
+    const gcmpi_config *cfg = ctx->cfg;
+    const size_t n = CODEC_FLOATS;
+    synthetic_gradient(x, n);
+    double enc = INFINITY, dec = INFINITY;
+    size_t len = 0;
+    for (int i = 0; i < 3; i++) {
+        double t0 = PMPI_Wtime();
+        len = gc_encode(cfg->codec, x, NULL, n, &cfg->params, 1, payload, cap, ctx->ws);
+        double t1 = PMPI_Wtime();
+        if (gc_is_error(len)) break;
+        memset(acc, 0, n * sizeof(float));
+        double t2 = PMPI_Wtime();
+        gc_decode_add_as(cfg->codec, payload, len, acc, n, ctx->ws);
+        double t3 = PMPI_Wtime();
+        if (t1 - t0 < enc) enc = t1 - t0;
+        if (t3 - t2 < dec) dec = t3 - t2;
+    }
+    const double bytes = (double)(n * sizeof(float));
+    f[C_ENC] = isfinite(enc) ? enc / bytes : 0.0;
+    f[C_DEC] = isfinite(dec) ? dec / bytes : 0.0;
+    f[C_RATIO] = gc_is_error(len) ? 1.0 : (double)len / bytes;
+}
+
+/* Bytes MPI sums on the native path per input byte (coll_native.c). */
+static double native_ratio(const gcmpi_config *cfg, int p, double payload_ratio)
+{
+    const char *name = gc_codec_name(cfg->codec);
+    if (!gcmpi_codec_has_native_path(cfg->codec) || cfg->params.zstd_level > 0 ||
+        (cfg->params.flags & GC_PF_CRC))
+        return 0.0;
+    if (strcmp(name, "none") == 0) return 1.0;
+    if (strcmp(name, "randk") == 0) return cfg->params.ratio;
+    if (strcmp(name, "int8") == 0) return (p <= 8 ? 1.0 : p <= 258 ? 2.0 : 4.0) / 4.0;
+    return payload_ratio; /* powersgd: P and Q, as its payload */
+}
+
+/* This rank's figures (every rank takes part in every measurement). */
+static int measure(gcmpi_coll_ctx *ctx, gcmpi_nodes *nodes, double *f)
+{
+    const gcmpi_config *cfg = ctx->cfg;
+    const size_t codec_cap = gc_bound(cfg->codec, CODEC_FLOATS, &cfg->params);
+    if (gc_is_error(codec_cap)) return gcmpi_coll_mpi_error(gc_error_code(codec_cap));
+    size_t big = LARGE_BYTES > LARGE_GATHER_BYTES * (size_t)ctx->size
+                     ? LARGE_BYTES
+                     : LARGE_GATHER_BYTES * (size_t)ctx->size;
+    if (big < CODEC_FLOATS * sizeof(float)) big = CODEC_FLOATS * sizeof(float);
+    uint8_t *a = calloc(big, 1), *b = calloc(big, 1), *pay = malloc(codec_cap);
+    int ok = a && b && pay, all_ok = 0;
+    int rc = PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, ctx->comm);
+    memset(f, 0, GCMPI_AUTO_FIGURES * sizeof *f);
+    if (rc == MPI_SUCCESS && all_ok) {
+        measure_comm(ctx->comm, &f[F_AR1], a, b);
+        if (nodes->leaders != MPI_COMM_NULL && nodes->n_nodes > 1)
+            measure_comm(nodes->leaders, &f[B_AR1], a, b);
+        if (nodes->node_size > 1) {
+            f[N_RB1] = time_prim(PRIM_REDUCE_BCAST, nodes->node, a, b, SMALL_BYTES);
+            f[N_RB2] = time_prim(PRIM_REDUCE_BCAST, nodes->node, a, b, LARGE_BYTES);
+            f[N_AR1] = time_prim(PRIM_ALLREDUCE, nodes->node, a, b, SMALL_BYTES);
+            f[N_AR2] = time_prim(PRIM_ALLREDUCE, nodes->node, a, b, LARGE_BYTES);
+        }
+        measure_codec(ctx, f, (float *)a, (float *)b, pay, codec_cap);
+    } else if (rc == MPI_SUCCESS) {
+        rc = MPI_ERR_NO_MEM;
+    }
+    free(a), free(b), free(pay);
+    return rc;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int gcmpi_auto_agree(gcmpi_coll_ctx *ctx, const gcmpi_nodes *nodes, const double *local,
+                     gcmpi_auto_model *m)
+{
+    const gcmpi_config *cfg = ctx->cfg;
+    double agreed[FIGURES];
+    const int p = ctx->size;
+    double *all = malloc((size_t)p * FIGURES * sizeof *all), *col = malloc((size_t)p * sizeof *col);
+    int ok = all && col, all_ok = 0;
+    int rc = PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, ctx->comm);
+    if (rc == MPI_SUCCESS && !all_ok) rc = MPI_ERR_NO_MEM;
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Allgather(local, FIGURES, MPI_DOUBLE, all, FIGURES, MPI_DOUBLE, ctx->comm);
+    if (rc == MPI_SUCCESS)
+        for (int f = 0; f < FIGURES; f++) {
+            for (int r = 0; r < p; r++) col[r] = all[(size_t)r * FIGURES + f];
+            qsort(col, (size_t)p, sizeof *col, cmp_double);
+            agreed[f] = col[(p - 1) / 2]; /* every rank sorts the same values */
+        }
+    free(all);
+    free(col);
+    if (rc != MPI_SUCCESS) return rc;
+
+    const int nn = nodes->n_nodes;
+    const double s = (double)SMALL_BYTES, l = (double)LARGE_BYTES;
+    const double gs = (double)(SMALL_BYTES / (size_t)p), gl = (double)LARGE_GATHER_BYTES;
+    const double bgs = (double)(SMALL_BYTES / (size_t)(nn > 0 ? nn : 1));
+    gcmpi_cost_env *e = &m->env;
+    e->p = p;
+    e->n_nodes = nn;
+    e->flat.allreduce = gcmpi_lin_fit(s, agreed[F_AR1], l, agreed[F_AR2]);
+    e->flat.allgather = gcmpi_lin_fit(gs, agreed[F_AG1], gl, agreed[F_AG2]);
+    e->flat.alltoall = gcmpi_lin_fit(s, agreed[F_A2A1], l, agreed[F_A2A2]);
+    e->between.allreduce = gcmpi_lin_fit(s, agreed[B_AR1], l, agreed[B_AR2]);
+    e->between.allgather = gcmpi_lin_fit(bgs, agreed[B_AG1], gl, agreed[B_AG2]);
+    e->between.alltoall = gcmpi_lin_fit(s, agreed[B_A2A1], l, agreed[B_A2A2]);
+    e->reduce_bcast = gcmpi_lin_fit(s, agreed[N_RB1], l, agreed[N_RB2]);
+    e->node_allreduce = gcmpi_lin_fit(s, agreed[N_AR1], l, agreed[N_AR2]);
+    e->node_size = nodes->max_node_size;
+    e->hier_scatter = gcmpi_hier_scatter_style(cfg, nodes, 1);
+    e->encode_s_per_byte = agreed[C_ENC];
+    e->decode_s_per_byte = agreed[C_DEC];
+    e->payload_ratio = agreed[C_RATIO];
+    e->native_ratio = native_ratio(cfg, p, agreed[C_RATIO]);
+    e->density = (gc_codec_flags(cfg->codec) & GC_SPARSE) ? cfg->params.ratio : 0.0;
+    m->inner = gcmpi_coll_rule(cfg, 0, nn);
+    return MPI_SUCCESS;
+}
+
+/* ---- choosing ---------------------------------------------------------- */
+
+static gcmpi_nodes *cached_nodes(gcmpi_coll_ctx *ctx, int *rc)
+{
+    *rc = MPI_SUCCESS;
+    if (ctx->cache->nodes) return ctx->cache->nodes;
+    *rc = gcmpi_nodes_create(ctx->comm, ctx->cfg->node_size, &ctx->cache->nodes);
+    return ctx->cache->nodes;
+}
+
+int gcmpi_auto_model_of(gcmpi_coll_ctx *ctx, gcmpi_auto_model **out)
+{
+    *out = NULL;
+    if (!ctx->cache) return MPI_ERR_INTERN;
+    if (ctx->cache->model) {
+        *out = ctx->cache->model;
+        return MPI_SUCCESS;
+    }
+    int rc;
+    gcmpi_nodes *nodes = cached_nodes(ctx, &rc);
+    if (rc != MPI_SUCCESS) return rc;
+    gcmpi_auto_model *m = calloc(1, sizeof *m);
+    int ok = m != NULL, all_ok = 0;
+    rc = PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, ctx->comm);
+    if (rc == MPI_SUCCESS && !all_ok) rc = MPI_ERR_NO_MEM;
+    double local[FIGURES];
+    if (rc == MPI_SUCCESS) rc = measure(ctx, nodes, local);
+    if (rc == MPI_SUCCESS) rc = gcmpi_auto_agree(ctx, nodes, local, m);
+    if (rc != MPI_SUCCESS) {
+        free(m);
+        return rc;
+    }
+    ctx->cache->model = m;
+    *out = m;
+    return MPI_SUCCESS;
+}
+
+int gcmpi_auto_candidates(const gcmpi_config *cfg, const gcmpi_cost_env *e, gcmpi_algo *out)
+{
+    int n = 0;
+    out[n++] = GCMPI_ALGO_PASS;
+    out[n++] = GCMPI_ALGO_ALLGATHER;
+    out[n++] = GCMPI_ALGO_RSAG;
+    if (e->native_ratio > 0 && gcmpi_coll_supports(cfg->codec, GCMPI_ALGO_NATIVE))
+        out[n++] = GCMPI_ALGO_NATIVE;
+    out[n++] = GCMPI_ALGO_HIER;
+    if (gcmpi_coll_supports(cfg->codec, GCMPI_ALGO_SPARSE_RD)) out[n++] = GCMPI_ALGO_SPARSE_RD;
+    return n;
+}
+
+gcmpi_algo gcmpi_auto_pick(const gcmpi_config *cfg, const gcmpi_auto_model *m, size_t count,
+                           double *predicted)
+{
+    gcmpi_algo cand[GCMPI_ALGO_COUNT];
+    const int n = gcmpi_auto_candidates(cfg, &m->env, cand);
+    return gcmpi_cost_pick(&m->env, cand, n, m->inner, (double)count * sizeof(float), predicted);
+}
+
+/* The row of count in the model's table of choices (NULL when full). */
+static gcmpi_auto_choice *choice_row(gcmpi_auto_model *m, size_t count)
+{
+    for (int i = 0; i < m->n_choices; i++)
+        if (m->choices[i].count == count) return &m->choices[i];
+    if (m->n_choices == GCMPI_AUTO_MAX_CHOICES) return NULL;
+    gcmpi_auto_choice *c = &m->choices[m->n_choices++];
+    memset(c, 0, sizeof *c);
+    c->count = count;
+    return c;
+}
+
+gcmpi_algo gcmpi_coll_pick(gcmpi_coll_ctx *ctx, size_t count, int *rc)
+{
+    *rc = MPI_SUCCESS;
+    if (ctx->cfg->algo != GCMPI_ALGO_AUTO || !ctx->cache || count == 0)
+        return gcmpi_coll_choose(ctx->cfg, count, ctx->size);
+    gcmpi_auto_model *m;
+    *rc = gcmpi_auto_model_of(ctx, &m);
+    if (*rc != MPI_SUCCESS) return GCMPI_ALGO_PASS;
+    double predicted;
+    const gcmpi_algo algo = gcmpi_auto_pick(ctx->cfg, m, count, &predicted);
+    gcmpi_auto_choice *c = choice_row(m, count);
+    if (c) {
+        c->algo = algo;
+        c->predicted_s = predicted;
+    }
+    return algo;
+}
+
+void gcmpi_auto_note(gcmpi_coll_ctx *ctx, size_t count, gcmpi_algo algo, double seconds)
+{
+    if (ctx->cfg->algo != GCMPI_ALGO_AUTO || !ctx->cache || !ctx->cache->model) return;
+    gcmpi_auto_choice *c = choice_row(ctx->cache->model, count);
+    if (!c || c->algo != algo) return;
+    c->calls++;
+    c->measured_s += seconds;
+}

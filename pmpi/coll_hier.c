@@ -1,0 +1,247 @@
+/* coll_hier.c — node-aware allreduce (GCMPI_ALGO=hier): compression only
+ * where the link is slow.
+ *
+ *   1. inside each node the ranks sum natively into the node's leader
+ *      (PMPI_Reduce to local rank 0 over the node communicator);
+ *   2. the leaders run the compressed allreduce of the fixed rule
+ *      (gcmpi_coll_rule over the node count) on the node sums, with the
+ *      slot's residual: a leader's residual is what compression dropped
+ *      of its node's sum, so error feedback holds whatever the number of
+ *      ranks per node;
+ *   3. each leader broadcasts the result inside its node.
+ *
+ * Every rank ends bit-identical: the leaders' results are (the compressed
+ * collectives guarantee it) and every other rank receives its leader's
+ * bytes. Native reduce need not sum in the same order on every node, but
+ * only the leader keeps its sum, so no rank sees another order.
+ *
+ * When every node has the same number q of ranks (the usual cluster), the
+ * reduce-scatter style replaces the leader: PMPI_Reduce_scatter gives
+ * local rank i the node's sum of chunk i (of q), local ranks i of all
+ * nodes (the "column" communicator) run the compressed allreduce on chunk
+ * i with the slice of their residual, and PMPI_Allgatherv inside the node
+ * puts the chunks together. Every rank encodes 1/q of the vector instead
+ * of one rank all of it, and q columns share the link between nodes.
+ * Chunk i is summed by one column whose members end identical, and every
+ * rank of a node receives the same chunk bytes: still bit-identical.
+ * Uneven nodes, counts above INT_MAX and powersgd (its state is shaped by
+ * the whole count) keep the leader style.
+ *
+ * A failure between leaders is spread inside the node after the broadcast
+ * (one int), so no rank is left waiting and all return the same code. */
+#include "coll_impl.h"
+
+#include <stdlib.h>
+
+void gcmpi_nodes_free(gcmpi_nodes *n)
+{
+    if (!n) return;
+    if (n->node != MPI_COMM_NULL) PMPI_Comm_free(&n->node);
+    if (n->leaders != MPI_COMM_NULL) PMPI_Comm_free(&n->leaders);
+    if (n->column != MPI_COMM_NULL) PMPI_Comm_free(&n->column);
+    free(n->counts);
+    free(n);
+}
+
+int gcmpi_nodes_create(MPI_Comm comm, int node_size, gcmpi_nodes **out)
+{
+    *out = NULL;
+    int rank, size, rc;
+    PMPI_Comm_rank(comm, &rank);
+    PMPI_Comm_size(comm, &size);
+    gcmpi_nodes *n = calloc(1, sizeof *n);
+    /* A node has at most size ranks: room for the chunk layout. */
+    if (n) n->counts = malloc(2 * (size_t)size * sizeof *n->counts);
+    int ok = n && n->counts, all_ok = 0;
+    /* Every rank learns whether every rank could allocate before the
+     * collective splits, so a failure returns everywhere. */
+    rc = PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
+    if (rc != MPI_SUCCESS || !all_ok) {
+        if (n) free(n->counts);
+        free(n);
+        return rc != MPI_SUCCESS ? rc : MPI_ERR_NO_MEM;
+    }
+    n->node = n->leaders = n->column = MPI_COMM_NULL;
+    /* GCMPI_NODE_SIZE is part of the configuration hash that all ranks
+     * compared at MPI_Init, so every rank splits by the same q. */
+    if (node_size > 0)
+        rc = PMPI_Comm_split(comm, rank / node_size, rank, &n->node);
+    else
+        rc = PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &n->node);
+    if (rc == MPI_SUCCESS) {
+        PMPI_Comm_rank(n->node, &n->node_rank);
+        PMPI_Comm_size(n->node, &n->node_size);
+        rc = PMPI_Comm_split(comm, n->node_rank == 0 ? 0 : MPI_UNDEFINED, rank, &n->leaders);
+    }
+    if (rc == MPI_SUCCESS) rc = PMPI_Comm_split(comm, n->node_rank, rank, &n->column);
+    int shape[2] = {n->node_rank == 0, n->node_size}, sums[2] = {0, 0};
+    if (rc == MPI_SUCCESS) rc = PMPI_Allreduce(&shape[0], &sums[0], 1, MPI_INT, MPI_SUM, comm);
+    if (rc == MPI_SUCCESS) rc = PMPI_Allreduce(&shape[1], &sums[1], 1, MPI_INT, MPI_MAX, comm);
+    int smallest = 0;
+    if (rc == MPI_SUCCESS) rc = PMPI_Allreduce(&shape[1], &smallest, 1, MPI_INT, MPI_MIN, comm);
+    if (rc == MPI_SUCCESS && n->leaders != MPI_COMM_NULL) PMPI_Comm_rank(n->leaders, &n->node_index);
+    if (rc == MPI_SUCCESS) rc = PMPI_Bcast(&n->node_index, 1, MPI_INT, 0, n->node);
+    if (rc != MPI_SUCCESS) {
+        gcmpi_nodes_free(n);
+        return rc;
+    }
+    n->n_nodes = sums[0];
+    n->displs = n->counts + n->node_size;
+    n->max_node_size = sums[1];
+    n->min_node_size = smallest;
+    *out = n;
+    return MPI_SUCCESS;
+}
+
+/* PMPI_Reduce / PMPI_Bcast of floats in pieces whose count fits an int. */
+#define GCMPI_PIECE ((size_t)1 << 30)
+
+static int node_reduce(const float *in, float *out, size_t count, int is_root, MPI_Comm node)
+{
+    int rc = MPI_SUCCESS;
+    for (size_t at = 0; at < count && rc == MPI_SUCCESS; at += GCMPI_PIECE) {
+        const int n = (int)(count - at < GCMPI_PIECE ? count - at : GCMPI_PIECE);
+        const void *send = is_root && in == out ? MPI_IN_PLACE : (const void *)(in + at);
+        rc = PMPI_Reduce(send, out + at, n, MPI_FLOAT, MPI_SUM, 0, node);
+    }
+    return rc;
+}
+
+static int node_bcast(float *buf, size_t count, MPI_Comm node)
+{
+    int rc = MPI_SUCCESS;
+    for (size_t at = 0; at < count && rc == MPI_SUCCESS; at += GCMPI_PIECE) {
+        const int n = (int)(count - at < GCMPI_PIECE ? count - at : GCMPI_PIECE);
+        rc = PMPI_Bcast(buf + at, n, MPI_FLOAT, 0, node);
+    }
+    return rc;
+}
+
+/* The communicator's node split, built on first use (collective: hier is
+ * picked on every rank for the same call). */
+static int nodes_of(gcmpi_coll_ctx *ctx, gcmpi_nodes **n, int *owned)
+{
+    *owned = ctx->cache == NULL;
+    if (ctx->cache && ctx->cache->nodes) {
+        *n = ctx->cache->nodes;
+        return MPI_SUCCESS;
+    }
+    int rc = gcmpi_nodes_create(ctx->comm, ctx->cfg->node_size, n);
+    if (rc == MPI_SUCCESS && ctx->cache) ctx->cache->nodes = *n;
+    return rc;
+}
+
+int gcmpi_hier_scatter_style(const gcmpi_config *cfg, const gcmpi_nodes *n, size_t count)
+{
+    return n->min_node_size == n->max_node_size && n->node_size > 1 && n->n_nodes > 1 &&
+           count <= (size_t)INT_MAX && strcmp(gc_codec_name(cfg->codec), "powersgd") != 0;
+}
+
+/* The algorithm between nodes: the model's (auto) or the rule's. */
+static gcmpi_algo between_algo(const gcmpi_coll_ctx *ctx, const gcmpi_nodes *n, size_t count)
+{
+    return ctx->cache && ctx->cache->model ? ctx->cache->model->inner
+                                           : gcmpi_coll_rule(ctx->cfg, count, n->n_nodes);
+}
+
+/* Reduce-scatter style (all nodes of q ranks; see the top of the file). */
+static int hier_scatter(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, const float *in, float *out,
+                        size_t count, gcmpi_ef_slot *ef)
+{
+    gcmpi_call_stats *st = ctx->stats;
+    const int q = n->node_size, me = n->node_rank;
+    int *counts = n->counts, *displs = n->displs;
+    for (int i = 0; i < q; i++) {
+        counts[i] = (int)gcmpi_chunk_len(count, q, i);
+        displs[i] = (int)gcmpi_chunk_start(count, q, i);
+    }
+    const size_t lo = (size_t)displs[me], len = (size_t)counts[me];
+
+    double t0 = PMPI_Wtime();
+    int rc;
+    if (in == out) {
+        /* In place the node's chunk lands at the start of out. */
+        rc = PMPI_Reduce_scatter(MPI_IN_PLACE, out, counts, MPI_FLOAT, MPI_SUM, n->node);
+        if (rc == MPI_SUCCESS && lo) memmove(out + lo, out, len * sizeof(float));
+    } else {
+        rc = PMPI_Reduce_scatter(in, out + lo, counts, MPI_FLOAT, MPI_SUM, n->node);
+    }
+    st->bytes_sent += (uint64_t)(count - len) * sizeof(float);
+    st->comm_s += PMPI_Wtime() - t0;
+    if (rc != MPI_SUCCESS) return rc;
+
+    /* Chunk me between nodes, with this rank's slice of the residual. */
+    int inner_rc = MPI_SUCCESS;
+    if (len) {
+        gcmpi_coll_ctx column = *ctx;
+        column.comm = n->column;
+        column.rank = n->node_index;
+        column.size = n->n_nodes;
+        column.cache = NULL;
+        gcmpi_ef_slot part = {0};
+        if (ef) {
+            part = *ef;
+            part.residual = ef->residual ? ef->residual + lo : NULL;
+            part.state = ef->state ? ef->state + lo : NULL;
+        }
+        inner_rc = gcmpi_coll_run(&column, between_algo(ctx, n, len), out + lo, out + lo, len,
+                                  ef ? &part : NULL);
+    }
+
+    t0 = PMPI_Wtime();
+    rc = PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, out, counts, displs, MPI_FLOAT,
+                         n->node);
+    st->bytes_sent += (uint64_t)len * sizeof(float);
+    /* A column that failed tells its node (every column sees its own
+     * failure on all its members, so every rank ends with the same code). */
+    int worst = inner_rc;
+    if (rc == MPI_SUCCESS) rc = PMPI_Allreduce(&inner_rc, &worst, 1, MPI_INT, MPI_MAX, n->node);
+    st->comm_s += PMPI_Wtime() - t0;
+    return rc != MPI_SUCCESS ? rc : worst;
+}
+
+int gcmpi_allreduce_hier(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t count,
+                         gcmpi_ef_slot *ef)
+{
+    gcmpi_call_stats *st = ctx->stats;
+    gcmpi_nodes *n = NULL;
+    int owned = 0;
+    int rc = nodes_of(ctx, &n, &owned);
+    if (rc != MPI_SUCCESS) return rc;
+    if (gcmpi_hier_scatter_style(ctx->cfg, n, count)) {
+        rc = hier_scatter(ctx, n, in, out, count, ef);
+        if (owned) gcmpi_nodes_free(n);
+        return rc;
+    }
+    const int leader = n->node_rank == 0;
+
+    double t0 = PMPI_Wtime();
+    if (n->node_size > 1) {
+        rc = node_reduce(in, out, count, leader, n->node);
+        if (!leader) st->bytes_sent += (uint64_t)count * sizeof(float);
+    } else if (in != out) {
+        memcpy(out, in, count * sizeof(float));
+    }
+    st->comm_s += PMPI_Wtime() - t0;
+
+    /* Between nodes: the leaders, on their node sums, in place. */
+    int inner_rc = rc;
+    if (rc == MPI_SUCCESS && leader && n->n_nodes > 1) {
+        gcmpi_coll_ctx between = *ctx;
+        between.comm = n->leaders;
+        between.rank = n->node_index;
+        between.size = n->n_nodes;
+        between.cache = NULL;
+        inner_rc = gcmpi_coll_run(&between, between_algo(ctx, n, count), out, out, count, ef);
+    }
+
+    if (rc == MPI_SUCCESS && n->node_size > 1) {
+        t0 = PMPI_Wtime();
+        rc = node_bcast(out, count, n->node);
+        if (rc == MPI_SUCCESS) rc = PMPI_Bcast(&inner_rc, 1, MPI_INT, 0, n->node);
+        if (leader) st->bytes_sent += (uint64_t)count * sizeof(float) + sizeof(int);
+        st->comm_s += PMPI_Wtime() - t0;
+    }
+    if (owned) gcmpi_nodes_free(n);
+    return rc != MPI_SUCCESS ? rc : inner_rc;
+}

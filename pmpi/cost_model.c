@@ -1,0 +1,159 @@
+/* cost_model.c — the compositions of cost_model.h. */
+#include "cost_model.h"
+
+#include <math.h>
+
+/* sparse_rd's own work, fixed figures (not measured): dense adds once its
+ * union is dense are memory bound (~5 GB/s of vector), a merge of two
+ * sorted (index, value) lists streams each entry once (~3 ns). */
+#define DENSE_ADD_S_PER_BYTE 2e-10
+#define MERGE_S_PER_ENTRY 3e-9
+/* A sparse entry on the wire: uint32 index + float value. */
+#define SPARSE_ENTRY_BYTES 8.0
+/* Bytes of a payload-size exchange. */
+#define SIZE_BYTES 8.0
+
+static double log2_ceil(int p)
+{
+    return p > 1 ? ceil(log2((double)p)) : 0.0;
+}
+
+/* A point-to-point message of x bytes, read off the allgather line: its
+ * latency term is log2(p) messages, its bandwidth term p - 1 blocks. */
+static double p2p(const gcmpi_cost_env *e, double x)
+{
+    const double l = log2_ceil(e->p);
+    const gcmpi_lin ag = e->flat.allgather;
+    return (l > 0 ? ag.a / l : ag.a) + (e->p > 1 ? ag.b / (e->p - 1) : ag.b) * x;
+}
+
+static double compute(const gcmpi_cost_env *e, double encoded_bytes, double decoded_bytes)
+{
+    return e->encode_s_per_byte * encoded_bytes + e->decode_s_per_byte * decoded_bytes;
+}
+
+/* The codec work of a flat algorithm on bytes. */
+static double flat_compute(const gcmpi_cost_env *e, int p, gcmpi_algo algo, double bytes)
+{
+    switch (algo) {
+    case GCMPI_ALGO_ALLGATHER: return compute(e, bytes, p * bytes);
+    case GCMPI_ALGO_RSAG: return compute(e, bytes + bytes / p, 2 * bytes);
+    case GCMPI_ALGO_NATIVE: return compute(e, bytes, bytes);
+    default: return 0.0;
+    }
+}
+
+/* Its communication. */
+static double flat_comm(const gcmpi_cost_env *e, const gcmpi_prims *pr, int p, gcmpi_algo algo,
+                        double bytes)
+{
+    const double c = e->payload_ratio * bytes;
+    switch (algo) {
+    case GCMPI_ALGO_PASS: return gcmpi_lin_at(pr->allreduce, bytes);
+    case GCMPI_ALGO_ALLGATHER:
+        return gcmpi_lin_at(pr->allgather, SIZE_BYTES) + gcmpi_lin_at(pr->allgather, c);
+    case GCMPI_ALGO_RSAG:
+        return gcmpi_lin_at(pr->alltoall, SIZE_BYTES * p) + gcmpi_lin_at(pr->alltoall, c) +
+               gcmpi_lin_at(pr->allgather, SIZE_BYTES) + gcmpi_lin_at(pr->allgather, c / p);
+    case GCMPI_ALGO_NATIVE:
+        if (e->native_ratio <= 0) return INFINITY;
+        return gcmpi_lin_at(pr->allreduce, e->native_ratio * bytes);
+    default: return INFINITY;
+    }
+}
+
+static double flat_cost(const gcmpi_cost_env *e, const gcmpi_prims *pr, int p, gcmpi_algo algo,
+                        double bytes)
+{
+    return flat_compute(e, p, algo, bytes) + flat_comm(e, pr, p, algo, bytes);
+}
+
+/* SparCML's SSAR_Rec_Dbl / DSAR: round r exchanges the union of 2^r
+ * contributions; with independent supports its density is
+ * 1 - (1 - d)^(2^r). A union travels as entries until entries would
+ * outweigh the dense vector, then dense. p not a power of two: one extra
+ * exchange folds the ranks above the power in, and one sends them the
+ * result. */
+static double sparse_rd_cost(const gcmpi_cost_env *e, double bytes)
+{
+    const double d = e->density;
+    if (d <= 0 || e->p < 2) return INFINITY;
+    const double n = bytes / 4.0;
+    const int rounds = (int)floor(log2((double)e->p));
+    const int folded = e->p != (1 << rounds);
+    const double per_entry = MERGE_S_PER_ENTRY;
+    double t = e->encode_s_per_byte * bytes + e->decode_s_per_byte * bytes; /* own set */
+    double dens = d;
+    for (int r = -folded; r < rounds; r++) {
+        const double entries = dens * n;
+        const int dense = entries * SPARSE_ENTRY_BYTES > bytes;
+        const double wire = dense ? bytes : entries * SPARSE_ENTRY_BYTES;
+        t += 2 * p2p(e, SIZE_BYTES) + p2p(e, wire);
+        t += dense ? DENSE_ADD_S_PER_BYTE * bytes : per_entry * 2 * entries;
+        dens = 1.0 - (1.0 - dens) * (1.0 - dens);
+    }
+    if (folded) t += p2p(e, dens * n * SPARSE_ENTRY_BYTES > bytes ? bytes : dens * n * SPARSE_ENTRY_BYTES);
+    return t + DENSE_ADD_S_PER_BYTE * bytes; /* the final scatter into the output */
+}
+
+double gcmpi_cost_predict(const gcmpi_cost_env *e, gcmpi_algo algo, gcmpi_algo inner, double bytes)
+{
+    switch (algo) {
+    case GCMPI_ALGO_HIER: {
+        if (e->n_nodes < 2 || e->n_nodes == e->p) return INFINITY; /* flat does the same */
+        if (inner == GCMPI_ALGO_HIER || inner == GCMPI_ALGO_SPARSE_RD) return INFINITY;
+        if (e->hier_scatter && e->node_size > 1 && bytes / 4 <= 2147483647.0)
+            return gcmpi_lin_at(e->node_allreduce, bytes) +
+                   flat_compute(e, e->n_nodes, inner, bytes / e->node_size) +
+                   flat_comm(e, &e->between, e->n_nodes, inner, bytes);
+        return gcmpi_lin_at(e->reduce_bcast, bytes) +
+               flat_cost(e, &e->between, e->n_nodes, inner, bytes);
+    }
+    case GCMPI_ALGO_SPARSE_RD: return sparse_rd_cost(e, bytes);
+    default: return flat_cost(e, &e->flat, e->p, algo, bytes);
+    }
+}
+
+gcmpi_algo gcmpi_cost_pick(const gcmpi_cost_env *e, const gcmpi_algo *cand, int n,
+                           gcmpi_algo inner, double bytes, double *predicted)
+{
+    gcmpi_algo best = GCMPI_ALGO_PASS;
+    double best_t = INFINITY;
+    for (int i = 0; i < n; i++) {
+        const double t = gcmpi_cost_predict(e, cand[i], inner, bytes);
+        if (t < best_t) {
+            best_t = t;
+            best = cand[i];
+        }
+    }
+    if (predicted) *predicted = best_t;
+    return best;
+}
+
+gcmpi_prims gcmpi_prims_alpha_beta(int p, int q, double alpha, double beta)
+{
+    const double l = log2_ceil(p);
+    const double pm = p > 1 ? (double)(p - 1) : 0.0;
+    gcmpi_prims pr = {
+        .allreduce = {2 * l * alpha, 2 * pm / (p * beta)},
+        .allgather = {l * alpha, pm / beta},
+        .alltoall = {pm * alpha, (q > 1 ? q : 1) * pm / (p * beta)},
+    };
+    return pr;
+}
+
+gcmpi_lin gcmpi_reduce_bcast_alpha_beta(int q, double alpha, double beta)
+{
+    if (q < 2) return (gcmpi_lin){0, 0};
+    const double l = log2_ceil(q);
+    return (gcmpi_lin){2 * l * alpha, 4.0 * (q - 1) / (q * beta)};
+}
+
+gcmpi_lin gcmpi_lin_fit(double x1, double t1, double x2, double t2)
+{
+    double b = x2 > x1 ? (t2 - t1) / (x2 - x1) : 0.0;
+    if (!(b > 0)) b = 0.0;
+    double a = t1 - b * x1;
+    if (!(a > 0)) a = 0.0;
+    return (gcmpi_lin){a, b};
+}

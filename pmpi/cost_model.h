@@ -1,0 +1,91 @@
+/* cost_model.h — predicted time of one allreduce per algorithm, from the
+ * cost of the MPI primitives the algorithms are made of and the codec's
+ * measured rates. Pure C, no MPI: the library fills it from measurements
+ * on each communicator (coll_auto.c), the scale tool
+ * (bench/scale_model.c) from link figures through the alpha-beta forms
+ * below, so both predict with the same compositions.
+ *
+ * Every primitive is a line t(x) = a + b * x in bytes x:
+ *   allreduce(x)  x: the vector each rank contributes;
+ *   allgather(x)  x: the bytes each rank contributes (it receives (p-1) x);
+ *   alltoall(x)   x: the bytes each rank sends in all (x/p to each peer);
+ *   reduce_bcast(x) inside a node: PMPI_Reduce to a leader then PMPI_Bcast
+ *                 of x bytes (hier's two node steps, leader style);
+ *   node_allreduce(x) inside a node: allreduce of x bytes (what hier's
+ *                 reduce-scatter + allgatherv inside a node moves). */
+#ifndef GCMPI_COST_MODEL_H
+#define GCMPI_COST_MODEL_H
+
+#include "gcmpi_config.h"
+
+typedef struct gcmpi_lin {
+    double a; /* seconds */
+    double b; /* seconds per byte */
+} gcmpi_lin;
+
+static inline double gcmpi_lin_at(gcmpi_lin l, double bytes)
+{
+    return l.a + l.b * bytes;
+}
+
+/* The primitives on one communicator. */
+typedef struct gcmpi_prims {
+    gcmpi_lin allreduce, allgather, alltoall;
+} gcmpi_prims;
+
+typedef struct gcmpi_cost_env {
+    int p;                   /* ranks                                          */
+    int n_nodes;             /* nodes (1: everything shares memory)            */
+    gcmpi_prims flat;        /* over all p ranks                               */
+    gcmpi_prims between;     /* over the n_nodes leaders                       */
+    gcmpi_lin reduce_bcast;  /* inside the largest node                        */
+    gcmpi_lin node_allreduce; /* inside a node                                 */
+    int node_size;           /* ranks per node (largest)                       */
+    int hier_scatter;        /* hier runs its reduce-scatter style (nodes of
+                                equal size, codec not powersgd)             */
+    double encode_s_per_byte;  /* codec encode, per input byte                 */
+    double decode_s_per_byte;  /* decode_add of one payload, per output byte   */
+    double payload_ratio;      /* payload bytes / input bytes                  */
+    double native_ratio;       /* bytes MPI sums on the native path / input
+                                  bytes; 0: the codec has no native path       */
+    double density;            /* sparse codecs: kept fraction of elements
+                                  (sparse_rd's union grows from it); 0: dense  */
+} gcmpi_cost_env;
+
+/* Predicted seconds of one allreduce of `bytes` bytes with algo on env:
+ *   passthrough  allreduce(bytes)
+ *   allgather    encode + allgather(payload) + p decodes
+ *   rsag         encode + alltoall(payload) + decode + encode of 1/p
+ *                + allgather(payload/p) + decode
+ *   native       encode + allreduce(native bytes) + decode
+ *   hier         leader style: reduce_bcast(bytes) + the rule's algorithm
+ *                between nodes on the whole vector; reduce-scatter style:
+ *                node_allreduce(bytes) + the inner algorithm's compute on
+ *                bytes/q per rank + its communication of the whole vector's
+ *                payload (q columns share the link between nodes)
+ *   sparse_rd    recursive doubling: round r exchanges the union of 2^r
+ *                payloads, dense once the union is denser than half
+ * Returns INFINITY for an algorithm env cannot run (native without a
+ * native path, hier or sparse_rd where they do not apply). inner is the
+ * algorithm hier runs between nodes. */
+double gcmpi_cost_predict(const gcmpi_cost_env *env, gcmpi_algo algo, gcmpi_algo inner,
+                          double bytes);
+
+/* The candidate with the smallest prediction (ties: the earlier one in
+ * candidates), and that prediction in *predicted (may be NULL). */
+gcmpi_algo gcmpi_cost_pick(const gcmpi_cost_env *env, const gcmpi_algo *candidates, int n,
+                           gcmpi_algo inner, double bytes, double *predicted);
+
+/* Alpha-beta forms of the primitives over p ranks with per-message
+ * latency alpha (s) and bandwidth beta (bytes/s) of the link between
+ * ranks: recursive doubling latency, ring/pairwise bandwidth terms. q ranks
+ * per node share a node's link: alltoall sends q times more through it. */
+gcmpi_prims gcmpi_prims_alpha_beta(int p, int q, double alpha, double beta);
+/* Reduce then broadcast of x bytes among q ranks (binomial latency,
+ * reduce-scatter + gather, scatter + allgather bandwidth). */
+gcmpi_lin gcmpi_reduce_bcast_alpha_beta(int q, double alpha, double beta);
+
+/* The line through (x1, t1) and (x2, t2), x1 < x2, with a, b >= 0. */
+gcmpi_lin gcmpi_lin_fit(double x1, double t1, double x2, double t2);
+
+#endif /* GCMPI_COST_MODEL_H */

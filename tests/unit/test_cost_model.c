@@ -1,0 +1,138 @@
+/* test_cost_model.c — pmpi/cost_model.c: the predictions and the pick are
+ * sane (monotonic in size and link speed, compression wins only where the
+ * link is slow) on links given through the alpha-beta forms. */
+#include <criterion/criterion.h>
+#include <math.h>
+
+#include "cost_model.h"
+
+static const gcmpi_algo all[] = {GCMPI_ALGO_PASS, GCMPI_ALGO_ALLGATHER, GCMPI_ALGO_RSAG,
+                                 GCMPI_ALGO_NATIVE, GCMPI_ALGO_HIER, GCMPI_ALGO_SPARSE_RD};
+#define N_ALL ((int)(sizeof all / sizeof all[0]))
+
+/* p ranks in nodes of q: shared memory inside (1 us, 10 GB/s), beta_inter
+ * bytes/s between (10 us); a codec encoding at 2 GB/s, decoding at 5 GB/s. */
+static gcmpi_cost_env cluster(int p, int q, double beta_inter, double ratio, double density)
+{
+    const int nodes = (p + q - 1) / q;
+    gcmpi_cost_env e = {
+        .p = p,
+        .n_nodes = nodes,
+        .flat = nodes > 1 ? gcmpi_prims_alpha_beta(p, q, 10e-6, beta_inter)
+                          : gcmpi_prims_alpha_beta(p, 1, 1e-6, 10e9),
+        .between = gcmpi_prims_alpha_beta(nodes, 1, 10e-6, beta_inter),
+        .reduce_bcast = gcmpi_reduce_bcast_alpha_beta(q, 1e-6, 10e9),
+        .encode_s_per_byte = 1 / 2e9,
+        .decode_s_per_byte = 1 / 5e9,
+        .payload_ratio = ratio,
+        .native_ratio = 0,
+        .density = density,
+    };
+    return e;
+}
+
+Test(cost_model, every_prediction_grows_with_the_message)
+{
+    gcmpi_cost_env e = cluster(16, 4, 1.25e9, 0.25, 0);
+    for (int a = 0; a < N_ALL; a++) {
+        double prev = 0;
+        for (double bytes = 4096; bytes <= 1e9; bytes *= 4) {
+            double t = gcmpi_cost_predict(&e, all[a], GCMPI_ALGO_RSAG, bytes);
+            if (isinf(t)) break;
+            cr_assert_gt(t, prev, "algo %d at %g bytes", all[a], bytes);
+            prev = t;
+        }
+    }
+}
+
+Test(cost_model, a_slower_link_never_makes_a_call_faster)
+{
+    for (int a = 0; a < N_ALL; a++) {
+        double prev = 0;
+        for (double beta = 12.5e9; beta >= 1e8; beta /= 10) {
+            gcmpi_cost_env e = cluster(64, 8, beta, 0.02, 0.01);
+            double t = gcmpi_cost_predict(&e, all[a], GCMPI_ALGO_ALLGATHER, 64e6);
+            if (isinf(t)) break;
+            cr_assert_geq(t, prev, "algo %d at %g B/s", all[a], beta);
+            prev = t;
+        }
+    }
+}
+
+Test(cost_model, shared_memory_passes_through_and_a_slow_link_compresses)
+{
+    gcmpi_cost_env shm = cluster(8, 8, 10e9, 0.25, 0); /* one node */
+    cr_assert_eq(gcmpi_cost_pick(&shm, all, N_ALL, GCMPI_ALGO_RSAG, 64e6, NULL), GCMPI_ALGO_PASS);
+    gcmpi_cost_env slow = cluster(8, 1, 1.25e8, 0.25, 0); /* 1 Gbit/s between 8 nodes */
+    gcmpi_algo got = gcmpi_cost_pick(&slow, all, N_ALL, GCMPI_ALGO_RSAG, 64e6, NULL);
+    cr_assert(got == GCMPI_ALGO_RSAG || got == GCMPI_ALGO_ALLGATHER, "picked %d", got);
+}
+
+Test(cost_model, hier_wins_with_fast_nodes_and_a_slow_link_between)
+{
+    gcmpi_cost_env e = cluster(8, 4, 1.25e8, 0.02, 0); /* 2 nodes x 4, 1 Gbit/s */
+    double t_hier = gcmpi_cost_predict(&e, GCMPI_ALGO_HIER, GCMPI_ALGO_ALLGATHER, 64e6);
+    double t_flat = gcmpi_cost_predict(&e, GCMPI_ALGO_ALLGATHER, GCMPI_ALGO_ALLGATHER, 64e6);
+    cr_assert_lt(t_hier, t_flat);
+    cr_assert_eq(gcmpi_cost_pick(&e, all, N_ALL, GCMPI_ALGO_ALLGATHER, 64e6, NULL), GCMPI_ALGO_HIER);
+    /* One node, or one rank per node: hier is the flat algorithm, never picked. */
+    gcmpi_cost_env one = cluster(8, 8, 1.25e8, 0.02, 0);
+    cr_assert(isinf(gcmpi_cost_predict(&one, GCMPI_ALGO_HIER, GCMPI_ALGO_ALLGATHER, 64e6)));
+}
+
+Test(cost_model, sparse_recursive_doubling_beats_the_allgather_at_scale)
+{
+    gcmpi_cost_env small = cluster(4, 1, 1.25e9, 0.02, 0.01);
+    gcmpi_cost_env big = cluster(1024, 1, 1.25e9, 0.02, 0.01);
+    const double b = 400e6;
+    cr_assert_lt(gcmpi_cost_predict(&big, GCMPI_ALGO_SPARSE_RD, 0, b),
+                 gcmpi_cost_predict(&big, GCMPI_ALGO_ALLGATHER, 0, b));
+    cr_assert_lt(gcmpi_cost_predict(&small, GCMPI_ALGO_ALLGATHER, 0, b),
+                 1.5 * gcmpi_cost_predict(&small, GCMPI_ALGO_SPARSE_RD, 0, b));
+    /* dense codecs have no sparse union */
+    gcmpi_cost_env dense = cluster(64, 1, 1.25e9, 0.25, 0);
+    cr_assert(isinf(gcmpi_cost_predict(&dense, GCMPI_ALGO_SPARSE_RD, 0, b)));
+}
+
+Test(cost_model, native_needs_a_native_path)
+{
+    gcmpi_cost_env e = cluster(8, 1, 1.25e9, 0.25, 0);
+    cr_assert(isinf(gcmpi_cost_predict(&e, GCMPI_ALGO_NATIVE, 0, 1e6)));
+    e.native_ratio = 0.25;
+    cr_assert(isfinite(gcmpi_cost_predict(&e, GCMPI_ALGO_NATIVE, 0, 1e6)));
+}
+
+Test(cost_model, the_pick_is_the_smallest_prediction)
+{
+    gcmpi_cost_env e = cluster(16, 4, 1.25e9, 0.05, 0.01);
+    e.native_ratio = 0.25;
+    for (double bytes = 1e3; bytes < 1e9; bytes *= 3) {
+        double best;
+        gcmpi_algo got = gcmpi_cost_pick(&e, all, N_ALL, GCMPI_ALGO_RSAG, bytes, &best);
+        cr_assert_eq(best, gcmpi_cost_predict(&e, got, GCMPI_ALGO_RSAG, bytes));
+        for (int a = 0; a < N_ALL; a++)
+            cr_assert_leq(best, gcmpi_cost_predict(&e, all[a], GCMPI_ALGO_RSAG, bytes));
+    }
+}
+
+Test(cost_model, a_fit_never_goes_negative)
+{
+    gcmpi_lin l = gcmpi_lin_fit(1000, 5e-3, 2000, 4e-3); /* noise: slower when smaller */
+    cr_assert_eq(l.b, 0);
+    cr_assert_geq(l.a, 0);
+    l = gcmpi_lin_fit(1000, 1e-6, 1e6, 1e-3);
+    cr_assert_float_eq(l.b, (1e-3 - 1e-6) / (1e6 - 1000), 1e-15);
+}
+
+Test(cost_model, hier_spreads_the_codec_work_over_a_node_when_nodes_are_even)
+{
+    gcmpi_cost_env e = cluster(8, 4, 1.25e8, 0.02, 0);
+    const double leader = gcmpi_cost_predict(&e, GCMPI_ALGO_HIER, GCMPI_ALGO_ALLGATHER, 64e6);
+    e.hier_scatter = 1;
+    e.node_size = 4;
+    e.node_allreduce = gcmpi_prims_alpha_beta(4, 1, 1e-6, 10e9).allreduce;
+    const double scatter = gcmpi_cost_predict(&e, GCMPI_ALGO_HIER, GCMPI_ALGO_ALLGATHER, 64e6);
+    cr_assert_lt(scatter, leader);
+    /* The codec work shrinks by q, the traffic between nodes does not. */
+    cr_assert_gt(scatter, gcmpi_lin_at(e.between.allgather, 0.02 * 64e6));
+}
