@@ -1,41 +1,16 @@
-/* gcmpi_gpu.cu — CUDA kernels for the codecs none, fp16, bf16, int8, sign,
- * producing the CPU codecs' payloads byte for byte (see gcmpi_gpu.h).
+/* gcmpi_gpu.cu — the public API of libgcmpi_gpu (gcmpi_gpu.h): context,
+ * memory, and gcmpi_gpu_encode / gcmpi_gpu_decode_add, which reach each
+ * codec's kernels through the table of gpu_codecs.cu and write the payload
+ * header (write_header, the one place it is written). Also the kernels of
+ * none, fp16, bf16, int8 and sign.
  *
  * The body is built in a device staging buffer from the context's pool,
  * then copied behind a header written on the host (with gc_crc32c when the
  * CRC flag is asked for). Layouts, rounding and summation orders mirror
  * codecs/codec_*.c and codecs/quant_common.h; a change there must be made
- * here too (tests/gpu/test_gpu_codecs.c compares the bytes).
- *
- * Exactness: compiled with -fmad=false -ftz=false -prec-div=true, and every
- * float operation of the payload path goes through gx_add/gx_sub/gx_mul/
- * gx_div, which round once (IEEE, nearest even) and return NaNs as x86 SSE
- * does (the CPU build's hot loops are SSE/AVX): the first NaN operand made
- * quiet, else the default NaN 0xFFC00000 for an invalid operation. CUDA's
- * own rule (always 0x7FFFFFFF) would change the sign and payload bits that
- * fp16/bf16 keep and the sign that int8's clamp keeps. */
-#include "gcmpi_gpu.h"
-
-#include <cuda_runtime.h>
-
-#include <stdlib.h>
-#include <string.h>
-
-/* ---- what the codec files define (codec_impl.h is C-only) -------------- */
-
-#define GC_ERR(e) ((size_t) - (ptrdiff_t)(GC_ERR_##e))
-enum { ID_NONE = 1, ID_FP16 = 2, ID_BF16 = 3, ID_INT8 = 4, ID_SIGN = 7 };
-#define BUCKET_FIELD 4   /* GC_Q_BUCKET_FIELD */
-#define Q_LANES 16       /* GC_Q_LANES */
-#define Q_CHUNK 2048     /* GC_Q_CHUNK */
-
-static size_t bucket_count(size_t n, size_t b) { return b ? (n + b - 1) / b : 0; }
-static size_t planes_stride(size_t len) { return (len + 7) / 8; }
-__host__ __device__ static inline size_t bucket_len(size_t n, size_t bucket, size_t b)
-{
-    size_t start = b * bucket;
-    return n - start < bucket ? n - start : bucket;
-}
+ * here too (tests/gpu/test_gpu_codecs.c compares the bytes). Float
+ * exactness: gpu_internal.cuh. */
+#include "gpu_internal.cuh"
 
 static size_t sign_bits_bytes(size_t n, size_t bucket)
 {
@@ -57,34 +32,6 @@ static size_t body_size(unsigned id, size_t n, size_t bucket)
     }
 }
 
-static int id_supported(unsigned id)
-{
-    return id == ID_NONE || id == ID_FP16 || id == ID_BF16 || id == ID_INT8 || id == ID_SIGN;
-}
-
-static void put_u32(uint8_t *d, uint32_t v) { for (int i = 0; i < 4; i++) d[i] = (uint8_t)(v >> (8 * i)); }
-static void put_u64(uint8_t *d, uint64_t v) { for (int i = 0; i < 8; i++) d[i] = (uint8_t)(v >> (8 * i)); }
-static uint32_t get_u32(const uint8_t *s) { uint32_t v = 0; for (int i = 3; i >= 0; i--) v = (v << 8) | s[i]; return v; }
-
-/* ---- float operations as the CPU rounds them ----------------------------- */
-
-__device__ static inline uint32_t fbits(float f) { return __float_as_uint(f); }
-__device__ static inline float bitsf(uint32_t u) { return __uint_as_float(u); }
-__device__ static inline bool is_nan(float f) { return (fbits(f) & 0x7FFFFFFFu) > 0x7F800000u; }
-
-__device__ static inline float x86_nan(float a, float b, float res)
-{
-    if (is_nan(a)) return bitsf(fbits(a) | 0x00400000u);
-    if (is_nan(b)) return bitsf(fbits(b) | 0x00400000u);
-    if (is_nan(res)) return bitsf(0xFFC00000u);
-    return res;
-}
-__device__ static inline float gx_add(float a, float b) { return x86_nan(a, b, __fadd_rn(a, b)); }
-__device__ static inline float gx_sub(float a, float b) { return x86_nan(a, b, __fsub_rn(a, b)); }
-__device__ static inline float gx_mul(float a, float b) { return x86_nan(a, b, __fmul_rn(a, b)); }
-__device__ static inline float gx_div(float a, float b) { return x86_nan(a, b, __fdiv_rn(a, b)); }
-/* |x| as the CPU's andps: on the bits, NaNs included. */
-__device__ static inline float gx_abs(float a) { return bitsf(fbits(a) & 0x7FFFFFFFu); }
 
 /* gc_clamp_abs and gc_round_even_small (quant_common.h). */
 __device__ static inline float clamp_abs(float x, float limit)
@@ -135,10 +82,6 @@ __device__ static inline uint16_t bf16_from_float(float f)
     return (uint16_t)((x & 0x7FFFFFFFu) > 0x7F800000u ? nan : rounded);
 }
 __device__ static inline float float_from_bf16(uint16_t h) { return bitsf((uint32_t)h << 16); }
-
-#define GRID_STRIDE(i, n) \
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); \
-         i += (size_t)gridDim.x * blockDim.x)
 
 /* ---- none, fp16, bf16 ------------------------------------------------------ */
 
@@ -343,13 +286,6 @@ __global__ void k_sign_decode(const float *scales, const uint8_t *in, size_t n, 
 
 /* ---- context -------------------------------------------------------------- */
 
-struct gcmpi_gpu_ctx {
-    int device;
-    cudaStream_t stream;
-    cudaMemPool_t pool;   /* ours, release threshold: keep everything */
-    unsigned *flag; /* device word for decode errors */
-};
-
 extern "C" int gcmpi_gpu_device_count(void)
 {
     int count = 0;
@@ -373,7 +309,7 @@ extern "C" int gcmpi_gpu_is_device_pointer(const void *p)
 
 extern "C" int gcmpi_gpu_supports(const gc_codec *c)
 {
-    return c && id_supported(gc_codec_id(c));
+    return c && gpu_codec_for(gc_codec_id(c)) != NULL;
 }
 
 extern "C" gcmpi_gpu_ctx *gcmpi_gpu_create(void)
@@ -440,18 +376,6 @@ extern "C" void gcmpi_gpu_dealloc(gcmpi_gpu_ctx *ctx, void *p)
     (void)cudaGetLastError();
 }
 
-/* Wait for the stream; GC_ERR_GENERIC when anything queued failed. */
-static size_t sync_status(gcmpi_gpu_ctx *ctx)
-{
-    cudaError_t e = cudaStreamSynchronize(ctx->stream);
-    if (e == cudaSuccess) e = cudaGetLastError();
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        return GC_ERR(GENERIC);
-    }
-    return 0;
-}
-
 extern "C" size_t gcmpi_gpu_copy(gcmpi_gpu_ctx *ctx, void *dst, const void *src, size_t bytes)
 {
     if (!ctx) return GC_ERR(GENERIC);
@@ -461,32 +385,6 @@ extern "C" size_t gcmpi_gpu_copy(gcmpi_gpu_ctx *ctx, void *dst, const void *src,
         return GC_ERR(GENERIC);
     }
     return sync_status(ctx);
-}
-
-/* Blocks for a grid-stride kernel over n items (at least 1). */
-static unsigned blocks_for(size_t n, unsigned threads)
-{
-    size_t b = (n + threads - 1) / threads;
-    if (b > 65535u * 16u) b = 65535u * 16u;
-    return b ? (unsigned)b : 1u;
-}
-
-/* Scratch from the pool, freed at the end of the call (stream order). */
-typedef struct scratch { void *p[3]; } scratch;
-
-static void *scratch_get(gcmpi_gpu_ctx *ctx, scratch *s, unsigned slot, size_t bytes)
-{
-    if (cudaMallocFromPoolAsync(&s->p[slot], bytes ? bytes : 4, ctx->pool, ctx->stream) != cudaSuccess) {
-        (void)cudaGetLastError();
-        s->p[slot] = NULL;
-    }
-    return s->p[slot];
-}
-
-static void scratch_release(gcmpi_gpu_ctx *ctx, scratch *s)
-{
-    for (unsigned i = 0; i < 3; i++)
-        if (s->p[i]) (void)cudaFreeAsync(s->p[i], ctx->stream);
 }
 
 /* ---- encode ----------------------------------------------------------------- */
@@ -517,7 +415,7 @@ static size_t encode_body(gcmpi_gpu_ctx *ctx, scratch *s, unsigned id, const flo
             return cudaMemcpyAsync(body, &b32, 4, cudaMemcpyHostToDevice, st) == cudaSuccess
                        ? sync_status(ctx) : GC_ERR(GENERIC);
         }
-        float *inv = (float *)scratch_get(ctx, s, 0, 4 * nb);
+        float *inv = (float *)scratch_get(ctx, s, 4 * nb);
         if (!inv) return GC_ERR(ALLOC);
         if (nb > 0x7FFFFFFFu) return GC_ERR(GENERIC);
         k_int8_scales<<<(unsigned)nb, AMAX_THREADS, 0, st>>>(g, r, n, bucket, body, inv);
@@ -535,7 +433,7 @@ static size_t encode_body(gcmpi_gpu_ctx *ctx, scratch *s, unsigned id, const flo
         }
         const size_t cpb = (bucket + Q_CHUNK - 1) / Q_CHUNK;
         const size_t nchunks = nb * cpb;
-        float *chunk_sum = (float *)scratch_get(ctx, s, 0, 4 * nchunks);
+        float *chunk_sum = (float *)scratch_get(ctx, s, 4 * nchunks);
         if (!chunk_sum) return GC_ERR(ALLOC);
         const size_t threads = nchunks * Q_LANES;
         size_t blocks = (threads + T - 1) / T;
@@ -553,34 +451,150 @@ static size_t encode_body(gcmpi_gpu_ctx *ctx, scratch *s, unsigned id, const flo
     }
 }
 
+/* ---- decode of the dense codecs -------------------------------------------- */
+
+static size_t dense_decode(unsigned id, gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *b,
+                           size_t blen, float *acc, size_t n)
+{
+    size_t bucket = 1;
+    if (id == ID_INT8 || id == ID_SIGN) {
+        if (blen < BUCKET_FIELD) return GC_ERR(TRUNCATED);
+        uint32_t bf = get_u32(b);
+        if (bf < 1 || bf > (UINT32_C(1) << 31)) return GC_ERR(CORRUPT);
+        bucket = bf;
+    }
+    const size_t want = body_size(id, n, bucket);
+    if (blen < want) return GC_ERR(TRUNCATED);
+    if (blen > want) return GC_ERR(CORRUPT);
+    if (n == 0) return 0;
+
+    const unsigned T = 256;
+    cudaStream_t st = ctx->stream;
+    const size_t nb = bucket_count(n, bucket);
+    unsigned bad = 0;
+    uint8_t *d = (uint8_t *)scratch_get(ctx, s, blen);
+    if (!d) return GC_ERR(ALLOC);
+    if (cudaMemcpyAsync(d, b, blen, cudaMemcpyHostToDevice, st) != cudaSuccess
+        || cudaMemsetAsync(ctx->flag, 0, sizeof *ctx->flag, st) != cudaSuccess)
+        return GC_ERR(GENERIC);
+    switch (id) {
+    case ID_NONE:
+        k_none_decode<<<blocks_for(n, T), T, 0, st>>>((const float *)d, acc, n);
+        break;
+    case ID_FP16:
+    case ID_BF16:
+        k_half_decode<<<blocks_for(n, T), T, 0, st>>>((const uint16_t *)d, acc, n, id == ID_BF16);
+        break;
+    case ID_INT8:
+        k_int8_decode<<<blocks_for(n, T), T, 0, st>>>((const float *)(d + BUCKET_FIELD),
+                                                      (const int8_t *)(d + BUCKET_FIELD + 4 * nb),
+                                                      n, bucket, acc, ctx->flag);
+        break;
+    case ID_SIGN: {
+        const size_t nbytes = sign_bits_bytes(n, bucket);
+        k_sign_decode<<<blocks_for(nbytes, T), T, 0, st>>>((const float *)(d + BUCKET_FIELD),
+                                                           d + BUCKET_FIELD + 4 * nb, n, bucket,
+                                                           nbytes, acc, ctx->flag);
+        break;
+    }
+    default:
+        return GC_ERR(UNSUPPORTED);
+    }
+    size_t r = fetch(ctx, &bad, ctx->flag, sizeof bad);
+    return !gc_is_error(r) && bad ? GC_ERR(CORRUPT) : r;
+}
+
+static size_t dense_encode(unsigned id, gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float *r,
+                           size_t n, const gc_params *p, uint8_t *body, size_t cap)
+{
+    const size_t bytes = body_size(id, n, p->bucket);
+    if (cap < bytes) return GC_ERR(DST_TOO_SMALL);
+    size_t e = encode_body(ctx, s, id, g, r, n, p->bucket, body);
+    return gc_is_error(e) ? e : bytes;
+}
+
+/* The table entries of the dense codecs (gpu_codecs.cu). */
+#define DENSE_CODEC(name, ID)                                                                \
+    static size_t name##_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float *r,    \
+                                size_t n, const gc_params *p, uint64_t seed, uint8_t *body,  \
+                                size_t cap)                                                  \
+    {                                                                                        \
+        (void)seed; /* not stochastic */                                                     \
+        return dense_encode(ID, ctx, s, g, r, n, p, body, cap);                              \
+    }                                                                                        \
+    static size_t name##_decode(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *b,            \
+                                size_t len, float *acc, size_t n)                            \
+    {                                                                                        \
+        return dense_decode(ID, ctx, s, b, len, acc, n);                                     \
+    }                                                                                        \
+    extern const gpu_codec gpu_codec_##name;                                                 \
+    const gpu_codec gpu_codec_##name = {ID, name##_encode, name##_decode};
+
+DENSE_CODEC(none, ID_NONE)
+DENSE_CODEC(fp16, ID_FP16)
+DENSE_CODEC(bf16, ID_BF16)
+DENSE_CODEC(int8, ID_INT8)
+DENSE_CODEC(sign, ID_SIGN)
+
+/* ---- shared first pass ------------------------------------------------------ */
+
+__global__ void k_accumulate(const float *g, float *r, size_t n)
+{
+    GRID_STRIDE(i, n) r[i] = gx_add(g[i], r[i]);
+}
+
+void gpu_accumulate(gcmpi_gpu_ctx *ctx, const float *g, float *r, size_t n)
+{
+    if (n) k_accumulate<<<blocks_for(n, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(g, r, n);
+}
+
+/* ---- the payload ------------------------------------------------------------ */
+
+/* payload.c write_header: the one place libgcmpi_gpu writes a header. */
+static void write_header(uint8_t *d, unsigned id, unsigned flags, uint64_t n, uint64_t length,
+                         uint32_t crc)
+{
+    memset(d, 0, GC_HEADER_SIZE);
+    d[0] = 'G';
+    d[1] = 'C';
+    d[2] = GC_FORMAT_VERSION;
+    d[3] = (uint8_t)id;
+    d[4] = (uint8_t)flags;
+    put_u64(d + 8, n);
+    put_u64(d + 16, length);
+    put_u32(d + 24, crc);
+}
+
 extern "C" size_t gcmpi_gpu_encode(gcmpi_gpu_ctx *ctx, const gc_codec *c, const float *g,
                                    float *residual, size_t n, const gc_params *p,
                                    uint64_t seed, void *dst, size_t cap)
 {
-    (void)seed; /* none of the supported codecs is stochastic */
     if (!c) return GC_ERR(UNKNOWN_CODEC);
     if (gc_is_error(gc_params_check(c, p, NULL, 0))) return GC_ERR(PARAM);
     const unsigned id = gc_codec_id(c);
-    if (!id_supported(id) || p->zstd_level > 0) return GC_ERR(UNSUPPORTED);
+    const gpu_codec *gc = gpu_codec_for(id);
+    if (!gc || p->zstd_level > 0) return GC_ERR(UNSUPPORTED);
     if (!ctx) return GC_ERR(GENERIC);
     if (n > 0 && (!gcmpi_gpu_is_device_pointer(g)
                   || (residual && !gcmpi_gpu_is_device_pointer(residual))))
         return GC_ERR(PARAM);
-    if (!dst || cap < GC_HEADER_SIZE) return GC_ERR(DST_TOO_SMALL);
-    const size_t body = body_size(id, n, p->bucket);
-    if (cap - GC_HEADER_SIZE < body) return GC_ERR(DST_TOO_SMALL);
+    const size_t bound = gc_bound(c, n, p);
+    if (gc_is_error(bound)) return bound;
+    if (!dst || cap < bound) return GC_ERR(DST_TOO_SMALL);
     const int dst_dev = gcmpi_gpu_is_device_pointer(dst);
 
-    scratch s = {{NULL, NULL, NULL}};
-    uint8_t *stage = (uint8_t *)scratch_get(ctx, &s, 1, body);
+    scratch s;
+    memset(&s, 0, sizeof s);
+    uint8_t *stage = (uint8_t *)scratch_get(ctx, &s, bound - GC_HEADER_SIZE);
     uint8_t *host_body = NULL;
-    size_t r;
+    size_t r, body = 0;
     uint8_t hdr[GC_HEADER_SIZE];
     unsigned flags = 0;
     uint32_t crc = 0;
     if (!stage) { r = GC_ERR(ALLOC); goto out; }
-    r = encode_body(ctx, &s, id, g, residual, n, p->bucket, stage);
+    r = gc->encode(ctx, &s, g, residual, n, p, seed, stage, bound - GC_HEADER_SIZE);
     if (gc_is_error(r)) goto out;
+    body = r;
     if (!dst_dev) {
         host_body = (uint8_t *)dst + GC_HEADER_SIZE;
     } else if (p->flags & GC_PF_CRC) {
@@ -604,16 +618,7 @@ extern "C" size_t gcmpi_gpu_encode(gcmpi_gpu_ctx *ctx, const gc_codec *c, const 
         flags |= GC_HF_CRC;
         crc = gc_crc32c(0, host_body, body);
     }
-    /* payload.c write_header */
-    memset(hdr, 0, sizeof hdr);
-    hdr[0] = 'G';
-    hdr[1] = 'C';
-    hdr[2] = GC_FORMAT_VERSION;
-    hdr[3] = (uint8_t)id;
-    hdr[4] = (uint8_t)flags;
-    put_u64(hdr + 8, n);
-    put_u64(hdr + 16, GC_HEADER_SIZE + body);
-    put_u32(hdr + 24, crc);
+    write_header(hdr, id, flags, n, GC_HEADER_SIZE + body, crc);
     if (dst_dev) {
         if (cudaMemcpyAsync(dst, hdr, sizeof hdr, cudaMemcpyHostToDevice, ctx->stream) != cudaSuccess) {
             r = GC_ERR(GENERIC);
@@ -646,65 +651,14 @@ extern "C" size_t gcmpi_gpu_decode_add(gcmpi_gpu_ctx *ctx, const void *src, size
     const size_t blen = (size_t)info.length - GC_HEADER_SIZE;
     if ((info.flags & GC_HF_CRC) && gc_crc32c(0, b, blen) != get_u32((const uint8_t *)src + 24))
         return GC_ERR(CHECKSUM);
-    if (!id_supported(info.codec_id) || (info.flags & GC_HF_ZSTD)) return GC_ERR(UNSUPPORTED);
+    const gpu_codec *gc = gpu_codec_for(info.codec_id);
+    if (!gc || (info.flags & GC_HF_ZSTD)) return GC_ERR(UNSUPPORTED);
     if (!ctx) return GC_ERR(GENERIC);
     if (n > 0 && !gcmpi_gpu_is_device_pointer(acc)) return GC_ERR(PARAM);
 
-    size_t bucket = 1;
-    const unsigned id = info.codec_id;
-    if (id == ID_INT8 || id == ID_SIGN) {
-        if (blen < BUCKET_FIELD) return GC_ERR(TRUNCATED);
-        uint32_t bf = get_u32(b);
-        if (bf < 1 || bf > (UINT32_C(1) << 31)) return GC_ERR(CORRUPT);
-        bucket = bf;
-    }
-    const size_t want = body_size(id, n, bucket);
-    if (blen < want) return GC_ERR(TRUNCATED);
-    if (blen > want) return GC_ERR(CORRUPT);
-    if (n == 0) return 0;
-
-    const unsigned T = 256;
-    cudaStream_t st = ctx->stream;
-    scratch s = {{NULL, NULL, NULL}};
-    const size_t nb = bucket_count(n, bucket);
-    unsigned bad = 0;
-    uint8_t *d = (uint8_t *)scratch_get(ctx, &s, 0, blen);
-    if (!d) { r = GC_ERR(ALLOC); goto out; }
-    if (cudaMemcpyAsync(d, b, blen, cudaMemcpyHostToDevice, st) != cudaSuccess
-        || cudaMemsetAsync(ctx->flag, 0, sizeof *ctx->flag, st) != cudaSuccess) {
-        r = GC_ERR(GENERIC);
-        goto out;
-    }
-    switch (id) {
-    case ID_NONE:
-        k_none_decode<<<blocks_for(n, T), T, 0, st>>>((const float *)d, acc, n);
-        break;
-    case ID_FP16:
-    case ID_BF16:
-        k_half_decode<<<blocks_for(n, T), T, 0, st>>>((const uint16_t *)d, acc, n, id == ID_BF16);
-        break;
-    case ID_INT8:
-        k_int8_decode<<<blocks_for(n, T), T, 0, st>>>((const float *)(d + BUCKET_FIELD),
-                                                      (const int8_t *)(d + BUCKET_FIELD + 4 * nb),
-                                                      n, bucket, acc, ctx->flag);
-        break;
-    case ID_SIGN: {
-        const size_t nbytes = sign_bits_bytes(n, bucket);
-        k_sign_decode<<<blocks_for(nbytes, T), T, 0, st>>>((const float *)(d + BUCKET_FIELD),
-                                                           d + BUCKET_FIELD + 4 * nb, n, bucket,
-                                                           nbytes, acc, ctx->flag);
-        break;
-    }
-    default:
-        break;
-    }
-    if (cudaMemcpyAsync(&bad, ctx->flag, sizeof bad, cudaMemcpyDeviceToHost, st) != cudaSuccess) {
-        r = GC_ERR(GENERIC);
-        goto out;
-    }
-    r = sync_status(ctx);
-    if (!gc_is_error(r) && bad) r = GC_ERR(CORRUPT);
-out:
+    scratch s;
+    memset(&s, 0, sizeof s);
+    r = gc->decode_add(ctx, &s, b, blen, acc, n);
     scratch_release(ctx, &s);
     size_t done = sync_status(ctx);
     return gc_is_error(r) ? r : (gc_is_error(done) ? done : 0);

@@ -1,0 +1,20 @@
+/* gpu_codecs.cu — the table mapping a codec id to its device
+ * implementation (gpu_internal.cuh). Each entry lives in the .cu named like
+ * its CPU twin (codec_topk.cu beside codecs/codec_topk.c); none, fp16,
+ * bf16, int8 and sign are in gcmpi_gpu.cu. */
+#include "gpu_internal.cuh"
+
+extern const gpu_codec gpu_codec_none, gpu_codec_fp16, gpu_codec_bf16, gpu_codec_int8,
+    gpu_codec_sign, gpu_codec_topk, gpu_codec_dgc;
+
+static const gpu_codec *const table[] = {
+    &gpu_codec_none, &gpu_codec_fp16, &gpu_codec_bf16, &gpu_codec_int8, &gpu_codec_sign,
+    &gpu_codec_topk, &gpu_codec_dgc,
+};
+
+const gpu_codec *gpu_codec_for(unsigned id)
+{
+    for (size_t i = 0; i < sizeof table / sizeof *table; i++)
+        if (table[i]->id == id) return table[i];
+    return NULL;
+}
