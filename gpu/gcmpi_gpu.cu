@@ -33,12 +33,7 @@ static size_t body_size(unsigned id, size_t n, size_t bucket)
 }
 
 
-/* gc_clamp_abs and gc_round_even_small (quant_common.h). */
-__device__ static inline float clamp_abs(float x, float limit)
-{
-    uint32_t b = fbits(x), a = b & 0x7FFFFFFFu, l = fbits(limit);
-    return bitsf((a < l ? a : l) | (b & 0x80000000u));
-}
+/* gc_round_even_small (quant_common.h). */
 __device__ static inline float round_even_small(float x)
 {
     const float magic = 0x1.8p23f;
@@ -546,6 +541,34 @@ __global__ void k_accumulate(const float *g, float *r, size_t n)
 void gpu_accumulate(gcmpi_gpu_ctx *ctx, const float *g, float *r, size_t n)
 {
     if (n) k_accumulate<<<blocks_for(n, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(g, r, n);
+}
+
+__global__ void k_add(float *acc, const float *d, size_t n)
+{
+    GRID_STRIDE(i, n) acc[i] = gx_add(acc[i], d[i]);
+}
+
+size_t gpu_host_decode_add(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, size_t len,
+                           float *acc, size_t n)
+{
+    float *tmp = (float *)malloc((n ? n : 1) * sizeof(float));
+    if (!tmp) return GC_ERR(ALLOC);
+    for (size_t i = 0; i < n; i++) tmp[i] = -0.0f;
+    size_t r = gc_decode_add(body - GC_HEADER_SIZE, GC_HEADER_SIZE + len, tmp, n, NULL);
+    if (!gc_is_error(r) && n) {
+        float *d = (float *)scratch_get(ctx, s, n * sizeof(float));
+        if (!d) {
+            r = GC_ERR(ALLOC);
+        } else if (cudaMemcpyAsync(d, tmp, n * sizeof(float), cudaMemcpyHostToDevice, ctx->stream)
+                   != cudaSuccess) {
+            r = GC_ERR(GENERIC);
+        } else {
+            k_add<<<blocks_for(n, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(acc, d, n);
+            r = sync_status(ctx);  /* tmp is freed below */
+        }
+    }
+    free(tmp);
+    return r;
 }
 
 /* ---- the payload ------------------------------------------------------------ */

@@ -112,6 +112,33 @@ static inline size_t fetch(gcmpi_gpu_ctx *ctx, void *host, const void *dev, size
     return sync_status(ctx);
 }
 
+/* A body in host memory copied to device scratch (NULL on failure). */
+static inline uint8_t *body_to_device(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body,
+                                      size_t len)
+{
+    uint8_t *d = (uint8_t *)scratch_get(ctx, s, len);
+    if (!d) return NULL;
+    if (len && cudaMemcpyAsync(d, body, len, cudaMemcpyHostToDevice, ctx->stream) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return NULL;
+    }
+    return d;
+}
+
+/* The context's decode error word: cleared before the kernels that may set
+ * it, then read: GC_ERR_CORRUPT when one did. */
+static inline size_t flag_clear(gcmpi_gpu_ctx *ctx)
+{
+    return cudaMemsetAsync(ctx->flag, 0, sizeof *ctx->flag, ctx->stream) == cudaSuccess
+               ? 0 : GC_ERR(GENERIC);
+}
+static inline size_t flag_result(gcmpi_gpu_ctx *ctx)
+{
+    unsigned bad = 0;
+    size_t r = fetch(ctx, &bad, ctx->flag, sizeof bad);
+    return !gc_is_error(r) && bad ? GC_ERR(CORRUPT) : r;
+}
+
 /* Blocks for a grid-stride kernel over n items (at least 1). */
 static inline unsigned blocks_for(size_t n, unsigned threads)
 {
@@ -152,6 +179,41 @@ __device__ static inline void st_u32(uint8_t *d, uint32_t v)
     d[0] = (uint8_t)v; d[1] = (uint8_t)(v >> 8); d[2] = (uint8_t)(v >> 16); d[3] = (uint8_t)(v >> 24);
 }
 __device__ static inline void st_f32(uint8_t *d, float f) { st_u32(d, fbits(f)); }
+__device__ static inline uint32_t ld_u32(const uint8_t *s)
+{
+    return (uint32_t)s[0] | (uint32_t)s[1] << 8 | (uint32_t)s[2] << 16 | (uint32_t)s[3] << 24;
+}
+__device__ static inline float ld_f32(const uint8_t *s) { return bitsf(ld_u32(s)); }
+
+/* gc_key32 (host) and gc_rand32 / gc_rand_unit (device): the counter-based
+ * random numbers of codec_impl.h, so stochastic codecs draw the CPU's
+ * numbers. */
+static inline uint32_t key32(uint64_t seed)
+{
+    uint64_t z = seed + 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return (uint32_t)(z ^ (z >> 31));
+}
+__device__ static inline uint32_t rand32(uint32_t key, uint32_t i)
+{
+    uint32_t x = i * 0x9E3779B1u ^ key;
+    x ^= x >> 16; x *= 0x85EBCA6Bu;
+    x ^= x >> 13; x *= 0xC2B2AE35u;
+    x ^= x >> 16;
+    return x;
+}
+__device__ static inline float rand_unit(uint32_t key, uint32_t i)
+{
+    return gx_mul((float)(rand32(key, i) >> 8), 0x1p-24f);
+}
+
+/* gc_clamp_abs: |x| clamped to limit on the bits (NaN -> +-limit). */
+__device__ static inline float clamp_abs(float x, float limit)
+{
+    uint32_t b = fbits(x), a = b & 0x7FFFFFFFu, l = fbits(limit);
+    return bitsf((a < l ? a : l) | (b & 0x80000000u));
+}
 
 /* r = g + r (the CPU's "v = g + r into r" first pass), for any codec. */
 void gpu_accumulate(gcmpi_gpu_ctx *ctx, const float *g, float *r, size_t n);
@@ -170,6 +232,14 @@ typedef struct gpu_codec {
     size_t (*decode_add)(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, size_t len,
                          float *acc, size_t n);
 } gpu_codec;
+
+/* decode_add on the host: the CPU codec decodes the payload around body
+ * (body is always GC_HEADER_SIZE bytes into it) into a host buffer of -0.0f
+ * (-0 + d is d for every d, so the sum is bit for bit the CPU's), which is
+ * then added on the device. For the parts that stay sequential (qsgd's
+ * Elias stream, eg's Exp-Golomb stream). */
+size_t gpu_host_decode_add(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, size_t len,
+                           float *acc, size_t n);
 
 /* The table (gpu_codecs.cu): the entry for a codec id, or NULL. */
 const gpu_codec *gpu_codec_for(unsigned id);

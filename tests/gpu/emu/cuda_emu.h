@@ -111,6 +111,7 @@ inline float __fdiv_rn(float a, float b) { return a / b; }
 inline double __dadd_rn(double a, double b) { return a + b; }
 inline double __ddiv_rn(double a, double b) { return a / b; }
 inline float __double2float_rn(double d) { return (float)d; }
+inline double __dsqrt_rn(double d) { return __builtin_sqrt(d); }
 inline unsigned atomicOr(unsigned *p, unsigned v) { unsigned o = *p; *p = o | v; return o; }
 inline unsigned atomicAdd(unsigned *p, unsigned v) { unsigned o = *p; *p = o + v; return o; }
 inline int __clz(int x) { return x ? __builtin_clz((unsigned)x) : 32; }
