@@ -93,3 +93,63 @@ void gpu_signmag_decode_add(gcmpi_gpu_ctx *ctx, const uint8_t *planes, size_t n,
         k_signmag_decode<<<blocks_for(ncols, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(
             planes, n, bucket, ncols, bits, step, acc, bad);
 }
+
+__global__ void k_bits_encode(const float *g, float *r, size_t n, size_t bucket, size_t ncols,
+                              const uint8_t *levels, uint8_t *planes)
+{
+    const size_t mfull = (bucket + 7) / 8;
+    GRID_STRIDE(x, ncols) {
+        const size_t b = x / mfull, k = x % mfull, len = bucket_len(n, bucket, b);
+        const size_t m = (len + 7) / 8, i0 = b * bucket;
+        if (k >= m) continue;
+        const float hi = ld_f32(levels + 8 * b), lo = ld_f32(levels + 8 * b + 4);
+        unsigned byte = 0;
+        for (unsigned j = 0; j < 8; j++) {
+            const size_t e = j * m + k;
+            if (e >= len) break;
+            const float v = r ? r[i0 + e] : g[i0 + e];
+            const unsigned bit = v >= 0.0f;
+            byte |= bit << j;
+            if (r) r[i0 + e] = gx_sub(v, bit ? hi : lo);
+        }
+        planes[b * mfull + k] = (uint8_t)byte;
+    }
+}
+
+__global__ void k_bits_decode(const uint8_t *planes, size_t n, size_t bucket, size_t ncols,
+                              const uint8_t *levels, float *acc, unsigned *bad)
+{
+    const size_t mfull = (bucket + 7) / 8;
+    GRID_STRIDE(x, ncols) {
+        const size_t b = x / mfull, k = x % mfull, len = bucket_len(n, bucket, b);
+        const size_t m = (len + 7) / 8, i0 = b * bucket;
+        if (k >= m) continue;
+        const float hi = ld_f32(levels + 8 * b), lo = ld_f32(levels + 8 * b + 4);
+        const unsigned byte = planes[b * mfull + k];
+        for (unsigned j = 0; j < 8; j++) {
+            const size_t e = j * m + k;
+            if (e < len)
+                acc[i0 + e] = gx_add(acc[i0 + e], ((byte >> j) & 1u) ? hi : lo);
+            else if ((byte >> j) & 1u)
+                atomicOr(bad, 1u);
+        }
+    }
+}
+
+void gpu_bits_encode(gcmpi_gpu_ctx *ctx, const float *g, float *r, size_t n, size_t bucket,
+                     const uint8_t *levels, uint8_t *planes)
+{
+    const size_t ncols = plane_columns(n, bucket);
+    if (ncols)
+        k_bits_encode<<<blocks_for(ncols, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(
+            g, r, n, bucket, ncols, levels, planes);
+}
+
+void gpu_bits_decode_add(gcmpi_gpu_ctx *ctx, const uint8_t *planes, size_t n, size_t bucket,
+                         const uint8_t *levels, float *acc, unsigned *bad)
+{
+    const size_t ncols = plane_columns(n, bucket);
+    if (ncols)
+        k_bits_decode<<<blocks_for(ncols, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(
+            planes, n, bucket, ncols, levels, acc, bad);
+}

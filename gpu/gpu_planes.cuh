@@ -21,4 +21,14 @@ void gpu_signmag_encode(gcmpi_gpu_ctx *ctx, const float *g, float *r, size_t n, 
 void gpu_signmag_decode_add(gcmpi_gpu_ctx *ctx, const uint8_t *planes, size_t n, size_t bucket,
                             unsigned bits, const float *step, float *acc, unsigned *bad);
 
+/* One bit per element (onebit): bit = (v >= 0), decoded as hi when set
+ * and lo when clear, with hi and lo little-endian floats at levels + 8 b
+ * and levels + 8 b + 4 (device). With r, r = v - (hi or lo). */
+void gpu_bits_encode(gcmpi_gpu_ctx *ctx, const float *g, float *r, size_t n, size_t bucket,
+                     const uint8_t *levels, uint8_t *planes);
+
+/* acc += hi or lo by the bits; a set padding bit sets *bad. Queued. */
+void gpu_bits_decode_add(gcmpi_gpu_ctx *ctx, const uint8_t *planes, size_t n, size_t bucket,
+                         const uint8_t *levels, float *acc, unsigned *bad);
+
 #endif
