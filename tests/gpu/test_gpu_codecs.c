@@ -236,6 +236,9 @@ static const variant variants[] = {
     {"topk", 0, 0.3, 0, 0, -1, 1},
     {"topk", 0, 1.0, 0, 0, -1, 0},
     {"topk", 0, 1e-9, 0, 0, -1, 0},
+    {"randk", 0, 0.01, 0, 0, -1, 0},
+    {"randk", 0, 0.3, 0, GC_PF_RANDK_UNBIASED, -1, 0},
+    {"randk", 0, 1.0, 0, 0, -1, 0},
     {"dgc", 0, 0.01, 0, 0, -1, 1},
     {"dgc", 0, 0.05, 0, 0, 5.0, 1},   /* wide tolerance: the sampled threshold is kept */
     {"dgc", 0, 0.1, 0, 0, 0.0, 0},    /* no tolerance: almost always the exact top-k */
