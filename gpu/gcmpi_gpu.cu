@@ -33,13 +33,6 @@ static size_t body_size(unsigned id, size_t n, size_t bucket)
 }
 
 
-/* gc_round_even_small (quant_common.h). */
-__device__ static inline float round_even_small(float x)
-{
-    const float magic = 0x1.8p23f;
-    return gx_sub(gx_add(x, magic), magic);
-}
-
 /* 0 where d is infinite or NaN, else v - d (codec_fp16.c residual_of). */
 __device__ static inline float residual_of(float v, float d)
 {

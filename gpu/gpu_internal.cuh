@@ -208,6 +208,13 @@ __device__ static inline float rand_unit(uint32_t key, uint32_t i)
     return gx_mul((float)(rand32(key, i) >> 8), 0x1p-24f);
 }
 
+/* gc_round_even_small: nearest, ties to even, for |x| < 2^22. */
+__device__ static inline float round_even_small(float x)
+{
+    const float magic = 0x1.8p23f;
+    return gx_sub(gx_add(x, magic), magic);
+}
+
 /* gc_clamp_abs: |x| clamped to limit on the bits (NaN -> +-limit). */
 __device__ static inline float clamp_abs(float x, float limit)
 {
