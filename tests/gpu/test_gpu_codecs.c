@@ -131,8 +131,8 @@ static void run_case(const char *name, const gc_params *base, size_t n, int ef, 
     const int special = mode == FILL_SPECIAL;
     char what[200];
     snprintf(what, sizeof what,
-             "%s n=%zu bucket=%zu ratio=%g bits=%u flags=%#x tol=%g ef=%d dst=%s crc=%d%s", name,
-             n, p.bucket, p.ratio, p.bits, p.flags, p.dgc_tolerance, ef,
+             "%s n=%zu bucket=%zu ratio=%g bits=%u flags=%#x tol=%g eg_n=%d ef=%d dst=%s crc=%d%s",
+             name, n, p.bucket, p.ratio, p.bits, p.flags, p.dgc_tolerance, p.eg_n, ef,
              dst_dev ? "device" : "host", crc, fill_name[mode]);
 
     size_t cap = gc_bound(c, n, &p);
@@ -206,6 +206,7 @@ typedef struct variant {
     unsigned flags;
     double tolerance;
     int more_fills;
+    int eg_fixed;  /* eg: n = 6 and k = 2 instead of auto */
 } variant;
 
 static const variant variants[] = {
@@ -240,6 +241,10 @@ static const variant variants[] = {
     {"topkq", 7, 0.3, 1, 0, -1, 1},
     {"topkq", 3, 0.5, 3, 0, -1, 0},
     {"topkq", 100, 1.0, 8, 0, -1, 0},
+    {"eg", 512, 0, 0, 0, -1, 0},
+    {"eg", 7, 0, 0, 0, -1, 0},
+    {"eg", 4099, 0, 0, 0, -1, 0},
+    {"eg", 100, 0, 0, 0, -1, 0, 1},
     {"randk", 0, 0.01, 0, 0, -1, 0},
     {"randk", 0, 0.3, 0, GC_PF_RANDK_UNBIASED, -1, 0},
     {"randk", 0, 1.0, 0, 0, -1, 0},
@@ -361,6 +366,10 @@ int main(void)
         if (v->bits) p.bits = v->bits;
         if (v->tolerance >= 0) p.dgc_tolerance = v->tolerance;
         p.flags |= v->flags;
+        if (v->eg_fixed) {
+            p.eg_n = 6;
+            p.eg_k = 2;
+        }
         for (size_t si = 0; si < sizeof sizes / sizeof *sizes && sizes[si] <= max_n; si++)
             for (int ef = 0; ef < 2; ef++) {
                 const int dst_dev = (int)((si + (size_t)ef) & 1), crc = (int)(si & 1);
