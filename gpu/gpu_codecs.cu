@@ -6,12 +6,14 @@
 
 extern const gpu_codec gpu_codec_none, gpu_codec_fp16, gpu_codec_bf16, gpu_codec_int8,
     gpu_codec_sign, gpu_codec_qsgd, gpu_codec_terngrad, gpu_codec_onebit, gpu_codec_natural,
-    gpu_codec_topk, gpu_codec_randk, gpu_codec_dgc, gpu_codec_topkq, gpu_codec_eg;
+    gpu_codec_topk, gpu_codec_randk, gpu_codec_dgc, gpu_codec_topkq, gpu_codec_eg,
+    gpu_codec_powersgd;
 
 static const gpu_codec *const table[] = {
     &gpu_codec_none, &gpu_codec_fp16, &gpu_codec_bf16, &gpu_codec_int8, &gpu_codec_sign,
     &gpu_codec_qsgd, &gpu_codec_terngrad, &gpu_codec_onebit, &gpu_codec_natural,
     &gpu_codec_topk, &gpu_codec_randk, &gpu_codec_dgc, &gpu_codec_topkq, &gpu_codec_eg,
+    &gpu_codec_powersgd,
 };
 
 const gpu_codec *gpu_codec_for(unsigned id)

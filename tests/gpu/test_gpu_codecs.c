@@ -131,8 +131,9 @@ static void run_case(const char *name, const gc_params *base, size_t n, int ef, 
     const int special = mode == FILL_SPECIAL;
     char what[200];
     snprintf(what, sizeof what,
-             "%s n=%zu bucket=%zu ratio=%g bits=%u flags=%#x tol=%g eg_n=%d ef=%d dst=%s crc=%d%s",
-             name, n, p.bucket, p.ratio, p.bits, p.flags, p.dgc_tolerance, p.eg_n, ef,
+             "%s n=%zu bucket=%zu ratio=%g bits=%u flags=%#x tol=%g eg_n=%d rank=%u ef=%d dst=%s "
+             "crc=%d%s",
+             name, n, p.bucket, p.ratio, p.bits, p.flags, p.dgc_tolerance, p.eg_n, p.rank, ef,
              dst_dev ? "device" : "host", crc, fill_name[mode]);
 
     size_t cap = gc_bound(c, n, &p);
@@ -207,50 +208,54 @@ typedef struct variant {
     double tolerance;
     int more_fills;
     int eg_fixed;  /* eg: n = 6 and k = 2 instead of auto */
+    unsigned rank; /* powersgd */
 } variant;
 
 static const variant variants[] = {
-    {"none", 0, 0, 0, 0, -1, 0, 0},
-    {"fp16", 0, 0, 0, 0, -1, 0, 0},
-    {"bf16", 0, 0, 0, 0, -1, 0, 0},
-    {"int8", 512, 0, 0, 0, -1, 0, 0},
-    {"int8", 7, 0, 0, 0, -1, 0, 0},
-    {"int8", 4099, 0, 0, 0, -1, 0, 0},
-    {"sign", 512, 0, 0, 0, -1, 0, 0},
-    {"sign", 7, 0, 0, 0, -1, 0, 0},
-    {"sign", 4099, 0, 0, 0, -1, 0, 0},
-    {"qsgd", 512, 0, 4, 0, -1, 0, 0},
-    {"qsgd", 7, 0, 2, 0, -1, 0, 0},
-    {"qsgd", 4099, 0, 8, 0, -1, 0, 0},
-    {"qsgd", 512, 0, 3, GC_PF_QSGD_ELIAS, -1, 0, 0},
-    {"qsgd", 7, 0, 8, GC_PF_QSGD_ELIAS, -1, 0, 0},
-    {"terngrad", 512, 0, 0, 0, -1, 0, 0},
-    {"terngrad", 7, 0, 0, 0, -1, 0, 0},
-    {"terngrad", 4099, 0, 0, 0, -1, 0, 0},
-    {"onebit", 512, 0, 0, 0, -1, 0, 0},
-    {"onebit", 7, 0, 0, 0, -1, 0, 0},
-    {"onebit", 4099, 0, 0, 0, -1, 0, 0},
-    {"natural", 512, 0, 0, 0, -1, 0, 0},
-    {"natural", 7, 0, 0, 0, -1, 0, 0},
-    {"natural", 4099, 0, 0, 0, -1, 0, 0},
-    {"topk", 0, 0.01, 0, 0, -1, 1, 0},
-    {"topk", 0, 0.3, 0, 0, -1, 1, 0},
-    {"topk", 0, 1.0, 0, 0, -1, 0, 0},
-    {"topk", 0, 1e-9, 0, 0, -1, 0, 0},
-    {"topkq", 512, 0.01, 4, 0, -1, 1, 0},
-    {"topkq", 7, 0.3, 1, 0, -1, 1, 0},
-    {"topkq", 3, 0.5, 3, 0, -1, 0, 0},
-    {"topkq", 100, 1.0, 8, 0, -1, 0, 0},
-    {"eg", 512, 0, 0, 0, -1, 0, 0},
-    {"eg", 7, 0, 0, 0, -1, 0, 0},
-    {"eg", 4099, 0, 0, 0, -1, 0, 0},
-    {"eg", 100, 0, 0, 0, -1, 0, 1},
-    {"randk", 0, 0.01, 0, 0, -1, 0, 0},
-    {"randk", 0, 0.3, 0, GC_PF_RANDK_UNBIASED, -1, 0, 0},
-    {"randk", 0, 1.0, 0, 0, -1, 0, 0},
-    {"dgc", 0, 0.01, 0, 0, -1, 1, 0},
-    {"dgc", 0, 0.05, 0, 0, 5.0, 1, 0},   /* wide tolerance: the sampled threshold is kept */
-    {"dgc", 0, 0.1, 0, 0, 0.0, 0, 0},    /* no tolerance: almost always the exact top-k */
+    {"none", 0, 0, 0, 0, -1, 0, 0, 0},
+    {"fp16", 0, 0, 0, 0, -1, 0, 0, 0},
+    {"bf16", 0, 0, 0, 0, -1, 0, 0, 0},
+    {"int8", 512, 0, 0, 0, -1, 0, 0, 0},
+    {"int8", 7, 0, 0, 0, -1, 0, 0, 0},
+    {"int8", 4099, 0, 0, 0, -1, 0, 0, 0},
+    {"sign", 512, 0, 0, 0, -1, 0, 0, 0},
+    {"sign", 7, 0, 0, 0, -1, 0, 0, 0},
+    {"sign", 4099, 0, 0, 0, -1, 0, 0, 0},
+    {"qsgd", 512, 0, 4, 0, -1, 0, 0, 0},
+    {"qsgd", 7, 0, 2, 0, -1, 0, 0, 0},
+    {"qsgd", 4099, 0, 8, 0, -1, 0, 0, 0},
+    {"qsgd", 512, 0, 3, GC_PF_QSGD_ELIAS, -1, 0, 0, 0},
+    {"qsgd", 7, 0, 8, GC_PF_QSGD_ELIAS, -1, 0, 0, 0},
+    {"terngrad", 512, 0, 0, 0, -1, 0, 0, 0},
+    {"terngrad", 7, 0, 0, 0, -1, 0, 0, 0},
+    {"terngrad", 4099, 0, 0, 0, -1, 0, 0, 0},
+    {"onebit", 512, 0, 0, 0, -1, 0, 0, 0},
+    {"onebit", 7, 0, 0, 0, -1, 0, 0, 0},
+    {"onebit", 4099, 0, 0, 0, -1, 0, 0, 0},
+    {"natural", 512, 0, 0, 0, -1, 0, 0, 0},
+    {"natural", 7, 0, 0, 0, -1, 0, 0, 0},
+    {"natural", 4099, 0, 0, 0, -1, 0, 0, 0},
+    {"topk", 0, 0.01, 0, 0, -1, 1, 0, 0},
+    {"topk", 0, 0.3, 0, 0, -1, 1, 0, 0},
+    {"topk", 0, 1.0, 0, 0, -1, 0, 0, 0},
+    {"topk", 0, 1e-9, 0, 0, -1, 0, 0, 0},
+    {"topkq", 512, 0.01, 4, 0, -1, 1, 0, 0},
+    {"topkq", 7, 0.3, 1, 0, -1, 1, 0, 0},
+    {"topkq", 3, 0.5, 3, 0, -1, 0, 0, 0},
+    {"topkq", 100, 1.0, 8, 0, -1, 0, 0, 0},
+    {"eg", 512, 0, 0, 0, -1, 0, 0, 0},
+    {"eg", 7, 0, 0, 0, -1, 0, 0, 0},
+    {"eg", 4099, 0, 0, 0, -1, 0, 0, 0},
+    {"eg", 100, 0, 0, 0, -1, 0, 1, 0},
+    {"powersgd", 0, 0, 0, 0, -1, 0, 0, 0},
+    {"powersgd", 0, 0, 0, 0, -1, 0, 0, 1},
+    {"powersgd", 0, 0, 0, 0, -1, 0, 0, 40},  /* more than the rows of small n */
+    {"randk", 0, 0.01, 0, 0, -1, 0, 0, 0},
+    {"randk", 0, 0.3, 0, GC_PF_RANDK_UNBIASED, -1, 0, 0, 0},
+    {"randk", 0, 1.0, 0, 0, -1, 0, 0, 0},
+    {"dgc", 0, 0.01, 0, 0, -1, 1, 0, 0},
+    {"dgc", 0, 0.05, 0, 0, 5.0, 1, 0, 0},   /* wide tolerance: the sampled threshold is kept */
+    {"dgc", 0, 0.1, 0, 0, 0.0, 0, 0, 0},    /* no tolerance: almost always the exact top-k */
 };
 
 static void test_errors(void)
@@ -366,6 +371,7 @@ int main(void)
         if (v->bits) p.bits = v->bits;
         if (v->tolerance >= 0) p.dgc_tolerance = v->tolerance;
         p.flags |= v->flags;
+        if (v->rank) p.rank = v->rank;
         if (v->eg_fixed) {
             p.eg_n = 6;
             p.eg_k = 2;
