@@ -1,14 +1,18 @@
 /* test_gpu_codecs.c — the CUDA codecs against the CPU codecs, byte for byte.
  *
- * For none, fp16, bf16, int8, sign, sizes {0, 1, 7, 1000, 2^20 + 3}, with
- * and without error feedback, a host and a device destination, with and
- * without CRC, and several buckets (bucket 7 leaves padding bits, 4099 spans
- * two summation chunks): the GPU payload equals the CPU payload, the device
- * residual equals the CPU residual, the CPU decodes the GPU payload and the
- * GPU decodes the CPU payload to the same accumulator bits. A "special"
- * vector adds NaN, infinities, -0, subnormals and values past the fp16
- * range (its residuals and sums compare NaNs as equal; see first_diff_f). Also: unsupported codecs and the zstd stage give
- * GC_ERR_UNSUPPORTED, a corrupt int8 / sign body gives GC_ERR_CORRUPT.
+ * For every codec, over the parameter variants below (buckets with padding
+ * and several summation chunks, bits, ratios from one element to all,
+ * Elias coding, unbiased randk, dgc tolerances, fixed eg n and k, ranks),
+ * sizes {0, 1, 7, 1000, 4099, 2^20 + 3}, with and without error feedback,
+ * a host and a device destination, with and without CRC: the GPU payload
+ * equals the CPU payload, the device residual equals the CPU residual, the
+ * CPU decodes the GPU payload and the GPU decodes the CPU payload to the
+ * same accumulator bits. Sparse codecs also see ties (few distinct
+ * magnitudes) and all-zero inputs. A "special" vector adds NaN,
+ * infinities, -0, subnormals and values past the fp16 range (its residuals
+ * and sums compare NaNs as equal; see first_diff_f). Also: every codec is
+ * supported, the zstd stage gives GC_ERR_UNSUPPORTED, corrupt bodies give
+ * the CPU's error.
  *
  * Plain C, no Criterion (the GPU machine has none). Exit 77 (meson: skipped)
  * without a CUDA device. */
@@ -267,19 +271,10 @@ static void test_errors(void)
     unsigned char buf[4096];
 
     size_t r, l;
-    /* A codec without device kernels says so (none left once all are). */
-    for (size_t i = 0; i < gc_codec_count(); i++) {
-        const gc_codec *c = gc_codec_at(i);
-        if (gcmpi_gpu_supports(c)) continue;
-        r = gcmpi_gpu_encode(ctx, c, d, NULL, 16, &p, 1, buf, sizeof buf);
-        CHECK(gc_error_code(r) == GC_ERR_UNSUPPORTED, "%s encode: %s", gc_codec_name(c),
-              gc_error_name(r));
-        l = gc_encode(c, h, NULL, 16, &p, 1, buf, sizeof buf, NULL);
-        if (gc_is_error(l)) continue;
-        r = gcmpi_gpu_decode_add(ctx, buf, l, d, 16);
-        CHECK(gc_error_code(r) == GC_ERR_UNSUPPORTED, "%s decode: %s", gc_codec_name(c),
-              gc_error_name(r));
-    }
+    for (size_t i = 0; i < gc_codec_count(); i++)
+        CHECK(gcmpi_gpu_supports(gc_codec_at(i)), "%s has no device kernels",
+              gc_codec_name(gc_codec_at(i)));
+    CHECK(!gcmpi_gpu_supports(NULL), "NULL codec reported as supported");
 
     const gc_codec *int8 = gc_codec_by_name("int8");
     CHECK(gcmpi_gpu_supports(int8), "int8 not reported as supported");
@@ -320,6 +315,35 @@ static void test_errors(void)
     buf[l - 1] ^= 1;
     r = gcmpi_gpu_decode_add(ctx, buf, l, d2, 16);
     CHECK(gc_error_code(r) == GC_ERR_CHECKSUM, "crc: %s", gc_error_name(r));
+
+    /* Corrupt bodies of the other codecs are refused as the CPU refuses
+     * them (the device decode checks what the CPU decode checks). */
+    static const struct { const char *codec; size_t at; unsigned char x; } bad[] = {
+        {"natural", GC_HEADER_SIZE + 4 + 1 + 3, 0x80},   /* code 128: a signed zero */
+        {"natural", GC_HEADER_SIZE + 4, 0},              /* E = 0 */
+        {"terngrad", GC_HEADER_SIZE + 4 + 4 + 3, 0x80},  /* a padding code (13 of 16) */
+        {"qsgd", GC_HEADER_SIZE + 4, 9},                 /* 9 bits */
+        {"onebit", GC_HEADER_SIZE + 4 + 8 + 1, 0x80},    /* a padding bit */
+        {"topk", GC_HEADER_SIZE, 200},                   /* k > n */
+        {"topkq", GC_HEADER_SIZE + 11, 9},               /* width 9 (k 2: 2 index bytes) */
+        {"randk", GC_HEADER_SIZE + 12, 2},               /* unknown flag */
+        {"powersgd", GC_HEADER_SIZE + 8, 0},             /* rank 0 */
+    };
+    gc_params q;
+    gc_params_default(&q);
+    q.ratio = 0.1;
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        const gc_codec *c = gc_codec_by_name(bad[i].codec);
+        l = gc_encode(c, h, NULL, 13, &q, 1, buf, sizeof buf, NULL);
+        CHECK(!gc_is_error(l), "%s encode: %s", bad[i].codec, gc_error_name(l));
+        if (gc_is_error(l) || bad[i].at >= l) continue;
+        buf[bad[i].at] = bad[i].x;
+        size_t want = gc_decode_add(buf, l, h, 13, NULL);
+        CHECK(gc_is_error(want), "%s: the CPU accepts the corrupt body", bad[i].codec);
+        r = gcmpi_gpu_decode_add(ctx, buf, l, d2, 13);
+        CHECK(gc_error_code(r) == gc_error_code(want), "%s corrupt body: GPU %s, CPU %s",
+              bad[i].codec, gc_error_name(r), gc_error_name(want));
+    }
 
     CHECK(gcmpi_gpu_is_device_pointer(d) == 1, "device pointer not recognised");
     CHECK(gcmpi_gpu_is_device_pointer(h) == 0, "host pointer taken for a device pointer");
