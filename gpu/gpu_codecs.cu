@@ -1,7 +1,6 @@
 /* gpu_codecs.cu — the table mapping a codec id to its device
  * implementation (gpu_internal.cuh). Each entry lives in the .cu named like
- * its CPU twin (codec_topk.cu beside codecs/codec_topk.c); none, fp16,
- * bf16, int8 and sign are in gcmpi_gpu.cu. */
+ * its CPU twin (codec_topk.cu beside codecs/codec_topk.c). */
 #include "gpu_internal.cuh"
 
 extern const gpu_codec gpu_codec_none, gpu_codec_fp16, gpu_codec_bf16, gpu_codec_int8,

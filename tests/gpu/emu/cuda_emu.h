@@ -1,5 +1,5 @@
-/* cuda_emu.h — just enough of CUDA, on the host, to run gpu/gcmpi_gpu.cu's
- * kernels and runtime calls without a GPU (tests/gpu/emu/run-emulated.sh).
+/* cuda_emu.h — just enough of CUDA, on the host, to run the kernels of gpu/
+ * (every .cu) and runtime calls without a GPU (tests/gpu/emu/run-emulated.sh).
  *
  * It checks the parts a machine without a GPU can check: body layouts,
  * bucket / chunk / plane-byte index mapping, the lane-tree summation order,
