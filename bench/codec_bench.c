@@ -6,12 +6,13 @@
  *   gcmpi-codec-bench [--codec NAME|all] [--size BYTES] [--input SPEC]
  *                     [--ratio R] [--bits B] [--bucket N] [--rank R]
  *                     [--zstd LEVEL] [--crc] [--ef] [--reps N] [--seed S]
- *                     [--scale STD] [--json]
+ *                     [--scale STD] [--json] [--device cpu|cuda]
  *
  * Each rep runs memcpy, encode and decode_add of the whole buffer once, in
  * that order; a figure is the best (fastest) of the reps. The workspace is
  * reused across reps, so the figures are steady state. */
 #include "gcmpi_codec.h"
+#include "codec_bench_device.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -44,6 +45,7 @@ typedef struct options {
     unsigned reps;
     uint64_t seed;
     bool json;
+    bool cuda;             /* --device cuda: codec_bench_device.c */
 } options;
 
 static void usage(FILE *out)
@@ -64,7 +66,9 @@ static void usage(FILE *out)
         "  --ef               encode with a residual buffer (error feedback)\n"
         "  --reps N           repetitions; figures are the best rep (default 5)\n"
         "  --seed S           input and codec seed (default 1)\n"
-        "  --json             one JSON array, one object per codec\n");
+        "  --json             one JSON array, one object per codec\n"
+        "  --device cpu|cuda  cuda: the CUDA codecs on device buffers, against a\n"
+        "                     device-to-device copy (default cpu)\n");
 }
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -189,6 +193,11 @@ static options parse_args(int argc, char **argv)
             o.reps = (unsigned)r;
         }
         else if (strcmp(name, "--seed") == 0) o.seed = parse_u64(name, val);
+        else if (strcmp(name, "--device") == 0) {
+            if (strcmp(val, "cuda") != 0 && strcmp(val, "cpu") != 0)
+                die("--device=%s is unknown; expected cpu or cuda", val);
+            o.cuda = strcmp(val, "cuda") == 0;
+        }
         else {
             fprintf(stderr, PROG ": unknown option %s\n", name);
             usage(stderr);
@@ -559,6 +568,11 @@ int main(int argc, char **argv)
         if (!g) die("out of memory for a %zu-byte input", o.bytes);
         if (o.input == INPUT_GGD) fill_ggd(g, n, o.ggd_shape, o.scale, o.seed);
         else fill_laplace(g, n, o.scale, o.seed);
+    }
+    if (o.cuda) {
+        int bad = codec_bench_device(chosen, count, g, n, &o.params, o.ef, o.reps, o.seed, o.json);
+        free(g);
+        return bad ? 1 : 0;
     }
     float *acc = malloc(n * sizeof(float));
     result *res = calloc(count, sizeof *res);

@@ -14,9 +14,16 @@
  * under (an operand's NaN is kept and made quiet; an invalid operation gives
  * the default NaN 0xFFC00000), so non-finite inputs give the same bytes too.
  *
- * Codecs: none, fp16, bf16, int8, sign. Others return GC_ERR_UNSUPPORTED,
- * as does a zstd stage (params.zstd_level > 0): the caller then stages the
- * buffer through the host and uses gc_encode. Errors are gc_error values
+ * Codecs: every codec of the registry (gpu/gpu_codecs.cu maps an id to
+ * its kernels, one gpu/codec_NAME.cu per codec). Host steps that remain:
+ * randk's index sampling and powersgd's starting Q (sequential or libm,
+ * small: k indices, cols x rank floats) are made on the host by the CPU
+ * code and copied over; decoding validates sparse and topkq index sections
+ * on the host, and the Elias (qsgd) and Exp-Golomb (eg) streams are decoded
+ * on the host and added on the device. A zstd stage (params.zstd_level > 0)
+ * returns GC_ERR_UNSUPPORTED: the caller then stages the buffer through the
+ * host and uses gc_encode. topkq uses gc_params.bits for every bucket (no
+ * width policy: there is no workspace here). Errors are gc_error values
  * returned as size_t, exactly as in gcmpi_codec.h (test with gc_is_error()).
  * CUDA failures are GC_ERR_ALLOC (device memory) or GC_ERR_GENERIC.
  *

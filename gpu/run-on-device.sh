@@ -1,62 +1,111 @@
 #!/bin/sh
-# run-on-device.sh — what a machine with an NVIDIA GPU runs: configure with
-# CUDA into build-device, build, run the 'gpu' test suite, and keep the logs.
+# run-on-device.sh — what a machine with an NVIDIA GPU runs, in numbered
+# steps; each step is one function and appends one line to summary.txt.
 #
 #   gpu/run-on-device.sh            from the repository root
-#   OUT=/some/dir gpu/run-on-device.sh   logs also copied under $OUT
+#   OUT=/some/dir gpu/run-on-device.sh   logs and summary.txt under $OUT
+#
+#   0  configure with CUDA into build-device and build
+#   1  GPU vs CPU byte for byte, every codec (the 'gpu' test suite)
+#   2-4  hooks for the device-shim work (staging, MPI on device buffers);
+#        each prints "not run" until filled in
+#   5  benchmark table: gcmpi-codec-bench --device cuda (every codec against
+#      a device-to-device copy) and, where torch is installed,
+#      bench/gpu_vs_torch.py
 #
 # Needs meson, ninja, a C compiler and nvcc (on PATH or in
-# /usr/local/cuda/bin). zstd and Criterion are optional here: without
-# libzstd the codecs build without the zstd stage; the GPU test is plain C.
-# Exit status: that of the test run (0 pass, 1 fail; meson reports a test
-# that exited 77, no CUDA device, as skipped, which the script turns into
-# a failure, since this script is only run where a GPU is expected).
-set -eu
-cd "$(dirname "$0")/.."
+# /usr/local/cuda/bin). zstd and Criterion are optional here. Exit status:
+# 0 when every step that ran passed. A skipped gpu suite (no CUDA device
+# seen) counts as a failure: this script is only run where a GPU is
+# expected.
+set -u
+cd "$(dirname "$0")/.." || exit 1
 BUILD=build-device
 LOGS=${OUT:-$BUILD/device-logs}
 mkdir -p "$LOGS"
+SUMMARY=$LOGS/summary.txt
+: >"$SUMMARY"
+failed=0
 
 if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
     PATH=/usr/local/cuda/bin:$PATH
     export PATH
 fi
 
-{
-    echo "== $(date -u) $(uname -srm)"
-    nvidia-smi 2>&1 || echo "nvidia-smi not available"
-    nvcc --version 2>&1 || echo "nvcc not on PATH"
-    meson --version
-} >"$LOGS/environment.txt" 2>&1
+# summary STEP STATUS TEXT: one line of summary.txt (and of stdout).
+summary() {
+    printf 'step %s: %s  %s\n' "$1" "$2" "$3" | tee -a "$SUMMARY"
+    [ "$2" = FAIL ] && failed=1
+    return 0
+}
 
-zstd_opt=-Dzstd=enabled
-if ! pkg-config --exists libzstd 2>/dev/null; then
-    zstd_opt=-Dzstd=disabled
-fi
+step0_build() {
+    {
+        echo "== $(date -u) $(uname -srm)"
+        nvidia-smi 2>&1 || echo "nvidia-smi not available"
+        nvcc --version 2>&1 || echo "nvcc not on PATH"
+        meson --version
+    } >"$LOGS/environment.txt" 2>&1
+    zstd_opt=-Dzstd=enabled
+    pkg-config --exists libzstd 2>/dev/null || zstd_opt=-Dzstd=disabled
+    if [ -d "$BUILD" ]; then set -- --reconfigure; else set --; fi
+    if ! meson setup "$@" "$BUILD" -Dcuda=enabled "$zstd_opt" >"$LOGS/setup.log" 2>&1; then
+        tail -n 40 "$LOGS/setup.log" >&2
+        summary 0 FAIL "meson setup (see setup.log)"
+        return 1
+    fi
+    if ! ninja -C "$BUILD" >"$LOGS/build.log" 2>&1; then
+        tail -n 60 "$LOGS/build.log" >&2
+        summary 0 FAIL "build (see build.log)"
+        return 1
+    fi
+    summary 0 PASS "configured and built with CUDA"
+}
 
-status=0
-if [ -d "$BUILD" ]; then
-    meson setup --reconfigure "$BUILD" -Dcuda=enabled "$zstd_opt" >"$LOGS/setup.log" 2>&1 || status=$?
-else
-    meson setup "$BUILD" -Dcuda=enabled "$zstd_opt" >"$LOGS/setup.log" 2>&1 || status=$?
-fi
-if [ "$status" -ne 0 ]; then
-    echo "meson setup failed (status $status); see $LOGS/setup.log" >&2
-    tail -n 40 "$LOGS/setup.log" >&2
-    exit "$status"
-fi
-ninja -C "$BUILD" >"$LOGS/build.log" 2>&1 || status=$?
-if [ "$status" -ne 0 ]; then
-    echo "build failed (status $status); see $LOGS/build.log" >&2
-    tail -n 60 "$LOGS/build.log" >&2
-    exit "$status"
-fi
+step1_codecs() {
+    status=0
+    meson test -C "$BUILD" --suite gpu --print-errorlogs >"$LOGS/test.log" 2>&1 || status=$?
+    cp "$BUILD/meson-logs/testlog.txt" "$LOGS/testlog.txt" 2>/dev/null || true
+    cat "$LOGS/test.log"
+    if [ "$status" -eq 0 ] && grep -q "^Skipped: *[1-9]" "$LOGS/test.log"; then
+        summary 1 FAIL "gpu suite skipped: no CUDA device seen"
+    elif [ "$status" -ne 0 ]; then
+        summary 1 FAIL "GPU vs CPU byte for byte (see test.log)"
+    else
+        summary 1 PASS "GPU vs CPU byte for byte, every codec: $(grep -h '^OK:' "$BUILD"/meson-logs/testlog.txt | head -n 1)"
+    fi
+}
 
-meson test -C "$BUILD" --suite gpu --print-errorlogs >"$LOGS/test.log" 2>&1 || status=$?
-cp "$BUILD/meson-logs/testlog.txt" "$LOGS/testlog.txt" 2>/dev/null || true
-cat "$LOGS/test.log"
-if [ "$status" -eq 0 ] && grep -q "^Skipped: *[1-9]" "$LOGS/test.log"; then
-    echo "gpu suite was skipped: no CUDA device seen" >&2
-    status=1
+# Steps 2-4 belong to the device-shim work (staging pool, the shim on
+# device buffers under mpirun); each replaces its body here.
+step2_hook() { summary 2 SKIP "not run (hook for the device-shim step)"; }
+step3_hook() { summary 3 SKIP "not run (hook for the device-shim step)"; }
+step4_hook() { summary 4 SKIP "not run (hook for the device-shim step)"; }
+
+step5_bench() {
+    bench=$BUILD/bench/gcmpi-codec-bench
+    if ! "$bench" --device cuda --size 64M --reps 5 >"$LOGS/bench-device.txt" 2>&1; then
+        cat "$LOGS/bench-device.txt"
+        summary 5 FAIL "gcmpi-codec-bench --device cuda (see bench-device.txt)"
+        return 0
+    fi
+    cat "$LOGS/bench-device.txt"
+    status=0
+    python3 bench/gpu_vs_torch.py --bench "$bench" --size 64M --reps 5 \
+        >"$LOGS/bench-torch.txt" 2>&1 || status=$?
+    cat "$LOGS/bench-torch.txt"
+    case $status in
+        0) summary 5 PASS "benchmark tables in bench-device.txt and bench-torch.txt" ;;
+        77) summary 5 PASS "bench-device.txt; torch comparison skipped ($(head -n 1 "$LOGS/bench-torch.txt"))" ;;
+        *) summary 5 FAIL "gpu_vs_torch.py (see bench-torch.txt)" ;;
+    esac
+}
+
+if step0_build; then
+    step1_codecs
+    step2_hook
+    step3_hook
+    step4_hook
+    step5_bench
 fi
-exit "$status"
+exit "$failed"

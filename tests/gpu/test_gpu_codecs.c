@@ -1,14 +1,18 @@
 /* test_gpu_codecs.c — the CUDA codecs against the CPU codecs, byte for byte.
  *
- * For none, fp16, bf16, int8, sign, sizes {0, 1, 7, 1000, 2^20 + 3}, with
- * and without error feedback, a host and a device destination, with and
- * without CRC, and several buckets (bucket 7 leaves padding bits, 4099 spans
- * two summation chunks): the GPU payload equals the CPU payload, the device
- * residual equals the CPU residual, the CPU decodes the GPU payload and the
- * GPU decodes the CPU payload to the same accumulator bits. A "special"
- * vector adds NaN, infinities, -0, subnormals and values past the fp16
- * range (its residuals and sums compare NaNs as equal; see first_diff_f). Also: unsupported codecs and the zstd stage give
- * GC_ERR_UNSUPPORTED, a corrupt int8 / sign body gives GC_ERR_CORRUPT.
+ * For every codec, over the parameter variants below (buckets with padding
+ * and several summation chunks, bits, ratios from one element to all,
+ * Elias coding, unbiased randk, dgc tolerances, fixed eg n and k, ranks),
+ * sizes {0, 1, 7, 1000, 4099, 2^20 + 3}, with and without error feedback,
+ * a host and a device destination, with and without CRC: the GPU payload
+ * equals the CPU payload, the device residual equals the CPU residual, the
+ * CPU decodes the GPU payload and the GPU decodes the CPU payload to the
+ * same accumulator bits. Sparse codecs also see ties (few distinct
+ * magnitudes) and all-zero inputs. A "special" vector adds NaN,
+ * infinities, -0, subnormals and values past the fp16 range (its residuals
+ * and sums compare NaNs as equal; see first_diff_f). Also: every codec is
+ * supported, the zstd stage gives GC_ERR_UNSUPPORTED, corrupt bodies give
+ * the CPU's error.
  *
  * Plain C, no Criterion (the GPU machine has none). Exit 77 (meson: skipped)
  * without a CUDA device. */
@@ -52,10 +56,17 @@ static float rnd_float(void)
 
 static float bits_f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 
-static void fill(float *x, size_t n, int special)
+enum { FILL_RANDOM, FILL_SPECIAL, FILL_TIES, FILL_ZERO };
+static const char *const fill_name[] = {"", " special", " ties", " zeros"};
+
+/* FILL_TIES: magnitudes from {0, 0.5, 1, 2}, so the top-k threshold falls
+ * among many equal magnitudes (the tie rule decides what is sent). */
+static void fill(float *x, size_t n, int mode)
 {
-    for (size_t i = 0; i < n; i++) x[i] = rnd_float();
-    if (special && n >= 1000) {
+    static const float ties[] = {0.0f, 0.5f, -0.5f, 1.0f, -1.0f, 2.0f, -2.0f, 0.5f};
+    for (size_t i = 0; i < n; i++)
+        x[i] = mode == FILL_ZERO ? 0.0f : mode == FILL_TIES ? ties[rnd() & 7] : rnd_float();
+    if (mode == FILL_SPECIAL && n >= 1000) {
         x[3] = NAN;
         /* A second NaN, with a payload, in another bucket (or chunk): where
          * two NaNs meet in one addition the CPU's choice between them
@@ -115,17 +126,19 @@ static size_t first_diff(const void *a, const void *b, size_t len)
     return len;
 }
 
-static void run_case(const char *name, size_t n, size_t bucket, int ef, int dst_dev, int crc,
-                     int special)
+static void run_case(const char *name, const gc_params *base, size_t n, int ef, int dst_dev,
+                     int crc, int mode)
 {
     const gc_codec *c = gc_codec_by_name(name);
-    gc_params p;
-    gc_params_default(&p);
-    p.bucket = bucket;
+    gc_params p = *base;
     if (crc) p.flags |= GC_PF_CRC;
-    char what[160];
-    snprintf(what, sizeof what, "%s n=%zu bucket=%zu ef=%d dst=%s crc=%d%s", name, n, bucket,
-             ef, dst_dev ? "device" : "host", crc, special ? " special" : "");
+    const int special = mode == FILL_SPECIAL;
+    char what[200];
+    snprintf(what, sizeof what,
+             "%s n=%zu bucket=%zu ratio=%g bits=%u flags=%#x tol=%g eg_n=%d rank=%u ef=%d dst=%s "
+             "crc=%d%s",
+             name, n, p.bucket, p.ratio, p.bits, p.flags, p.dgc_tolerance, p.eg_n, p.rank, ef,
+             dst_dev ? "device" : "host", crc, fill_name[mode]);
 
     size_t cap = gc_bound(c, n, &p);
     CHECK(!gc_is_error(cap), "%s: gc_bound: %s", what, gc_error_name(cap));
@@ -138,9 +151,9 @@ static void run_case(const char *name, size_t n, size_t bucket, int ef, int dst_
         fprintf(stderr, "FATAL: out of host memory\n");
         exit(1);
     }
-    fill(g, n, special);
-    for (size_t i = 0; i < n; i++) r0[i] = 0.25f * rnd_float();
-    fill(acc0, n, 0);
+    fill(g, n, mode);
+    for (size_t i = 0; i < n; i++) r0[i] = mode == FILL_RANDOM || mode == FILL_SPECIAL ? 0.25f * rnd_float() : 0.0f;
+    fill(acc0, n, FILL_RANDOM);
     memcpy(r_cpu, r0, n * sizeof *r0);
 
     size_t lc = gc_encode(c, g, ef ? r_cpu : NULL, n, &p, 42, pay_cpu, cap, NULL);
@@ -187,6 +200,68 @@ static void run_case(const char *name, size_t n, size_t bucket, int ef, int dst_
     free(pay_cpu); free(pay_gpu);
 }
 
+/* What each codec is run with (0 / -1: the default parameter). Buckets:
+ * 7 leaves padding bits, 4099 spans two summation chunks; ratios from one
+ * element to all of them; more_fills adds ties and all-zero inputs. */
+typedef struct variant {
+    const char *codec;
+    size_t bucket;
+    double ratio;
+    unsigned bits;
+    unsigned flags;
+    double tolerance;
+    int more_fills;
+    int eg_fixed;  /* eg: n = 6 and k = 2 instead of auto */
+    unsigned rank; /* powersgd */
+} variant;
+
+static const variant variants[] = {
+    {"none", 0, 0, 0, 0, -1, 0, 0, 0},
+    {"fp16", 0, 0, 0, 0, -1, 0, 0, 0},
+    {"bf16", 0, 0, 0, 0, -1, 0, 0, 0},
+    {"int8", 512, 0, 0, 0, -1, 0, 0, 0},
+    {"int8", 7, 0, 0, 0, -1, 0, 0, 0},
+    {"int8", 4099, 0, 0, 0, -1, 0, 0, 0},
+    {"sign", 512, 0, 0, 0, -1, 0, 0, 0},
+    {"sign", 7, 0, 0, 0, -1, 0, 0, 0},
+    {"sign", 4099, 0, 0, 0, -1, 0, 0, 0},
+    {"qsgd", 512, 0, 4, 0, -1, 0, 0, 0},
+    {"qsgd", 7, 0, 2, 0, -1, 0, 0, 0},
+    {"qsgd", 4099, 0, 8, 0, -1, 0, 0, 0},
+    {"qsgd", 512, 0, 3, GC_PF_QSGD_ELIAS, -1, 0, 0, 0},
+    {"qsgd", 7, 0, 8, GC_PF_QSGD_ELIAS, -1, 0, 0, 0},
+    {"terngrad", 512, 0, 0, 0, -1, 0, 0, 0},
+    {"terngrad", 7, 0, 0, 0, -1, 0, 0, 0},
+    {"terngrad", 4099, 0, 0, 0, -1, 0, 0, 0},
+    {"onebit", 512, 0, 0, 0, -1, 0, 0, 0},
+    {"onebit", 7, 0, 0, 0, -1, 0, 0, 0},
+    {"onebit", 4099, 0, 0, 0, -1, 0, 0, 0},
+    {"natural", 512, 0, 0, 0, -1, 0, 0, 0},
+    {"natural", 7, 0, 0, 0, -1, 0, 0, 0},
+    {"natural", 4099, 0, 0, 0, -1, 0, 0, 0},
+    {"topk", 0, 0.01, 0, 0, -1, 1, 0, 0},
+    {"topk", 0, 0.3, 0, 0, -1, 1, 0, 0},
+    {"topk", 0, 1.0, 0, 0, -1, 0, 0, 0},
+    {"topk", 0, 1e-9, 0, 0, -1, 0, 0, 0},
+    {"topkq", 512, 0.01, 4, 0, -1, 1, 0, 0},
+    {"topkq", 7, 0.3, 1, 0, -1, 1, 0, 0},
+    {"topkq", 3, 0.5, 3, 0, -1, 0, 0, 0},
+    {"topkq", 100, 1.0, 8, 0, -1, 0, 0, 0},
+    {"eg", 512, 0, 0, 0, -1, 0, 0, 0},
+    {"eg", 7, 0, 0, 0, -1, 0, 0, 0},
+    {"eg", 4099, 0, 0, 0, -1, 0, 0, 0},
+    {"eg", 100, 0, 0, 0, -1, 0, 1, 0},
+    {"powersgd", 0, 0, 0, 0, -1, 0, 0, 0},
+    {"powersgd", 0, 0, 0, 0, -1, 0, 0, 1},
+    {"powersgd", 0, 0, 0, 0, -1, 0, 0, 40},  /* more than the rows of small n */
+    {"randk", 0, 0.01, 0, 0, -1, 0, 0, 0},
+    {"randk", 0, 0.3, 0, GC_PF_RANDK_UNBIASED, -1, 0, 0, 0},
+    {"randk", 0, 1.0, 0, 0, -1, 0, 0, 0},
+    {"dgc", 0, 0.01, 0, 0, -1, 1, 0, 0},
+    {"dgc", 0, 0.05, 0, 0, 5.0, 1, 0, 0},   /* wide tolerance: the sampled threshold is kept */
+    {"dgc", 0, 0.1, 0, 0, 0.0, 0, 0, 0},    /* no tolerance: almost always the exact top-k */
+};
+
 static void test_errors(void)
 {
     gc_params p;
@@ -195,13 +270,11 @@ static void test_errors(void)
     float *d = dev_from(h, sizeof h);
     unsigned char buf[4096];
 
-    const gc_codec *qsgd = gc_codec_by_name("qsgd");
-    CHECK(!gcmpi_gpu_supports(qsgd), "qsgd reported as supported");
-    size_t r = gcmpi_gpu_encode(ctx, qsgd, d, NULL, 16, &p, 1, buf, sizeof buf);
-    CHECK(gc_error_code(r) == GC_ERR_UNSUPPORTED, "qsgd encode: %s", gc_error_name(r));
-    size_t l = gc_encode(qsgd, h, NULL, 16, &p, 1, buf, sizeof buf, NULL);
-    r = gcmpi_gpu_decode_add(ctx, buf, l, d, 16);
-    CHECK(gc_error_code(r) == GC_ERR_UNSUPPORTED, "qsgd decode: %s", gc_error_name(r));
+    size_t r, l;
+    for (size_t i = 0; i < gc_codec_count(); i++)
+        CHECK(gcmpi_gpu_supports(gc_codec_at(i)), "%s has no device kernels",
+              gc_codec_name(gc_codec_at(i)));
+    CHECK(!gcmpi_gpu_supports(NULL), "NULL codec reported as supported");
 
     const gc_codec *int8 = gc_codec_by_name("int8");
     CHECK(gcmpi_gpu_supports(int8), "int8 not reported as supported");
@@ -243,11 +316,54 @@ static void test_errors(void)
     r = gcmpi_gpu_decode_add(ctx, buf, l, d2, 16);
     CHECK(gc_error_code(r) == GC_ERR_CHECKSUM, "crc: %s", gc_error_name(r));
 
+    /* Corrupt bodies of the other codecs are refused as the CPU refuses
+     * them (the device decode checks what the CPU decode checks). */
+    static const struct { const char *codec; size_t at; unsigned char x; } bad[] = {
+        {"natural", GC_HEADER_SIZE + 4 + 1 + 3, 0x80},   /* code 128: a signed zero */
+        {"natural", GC_HEADER_SIZE + 4, 0},              /* E = 0 */
+        {"terngrad", GC_HEADER_SIZE + 4 + 4 + 3, 0x80},  /* a padding code (13 of 16) */
+        {"qsgd", GC_HEADER_SIZE + 4, 9},                 /* 9 bits */
+        {"onebit", GC_HEADER_SIZE + 4 + 8 + 1, 0x80},    /* a padding bit */
+        {"topk", GC_HEADER_SIZE, 200},                   /* k > n */
+        {"topkq", GC_HEADER_SIZE + 11, 9},               /* width 9 (k 2: 2 index bytes) */
+        {"randk", GC_HEADER_SIZE + 12, 2},               /* unknown flag */
+        {"powersgd", GC_HEADER_SIZE + 8, 0},             /* rank 0 */
+    };
+    gc_params q;
+    gc_params_default(&q);
+    q.ratio = 0.1;
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        const gc_codec *c = gc_codec_by_name(bad[i].codec);
+        l = gc_encode(c, h, NULL, 13, &q, 1, buf, sizeof buf, NULL);
+        CHECK(!gc_is_error(l), "%s encode: %s", bad[i].codec, gc_error_name(l));
+        if (gc_is_error(l) || bad[i].at >= l) continue;
+        buf[bad[i].at] = bad[i].x;
+        size_t want = gc_decode_add(buf, l, h, 13, NULL);
+        CHECK(gc_is_error(want), "%s: the CPU accepts the corrupt body", bad[i].codec);
+        r = gcmpi_gpu_decode_add(ctx, buf, l, d2, 13);
+        CHECK(gc_error_code(r) == gc_error_code(want), "%s corrupt body: GPU %s, CPU %s",
+              bad[i].codec, gc_error_name(r), gc_error_name(want));
+    }
+
     CHECK(gcmpi_gpu_is_device_pointer(d) == 1, "device pointer not recognised");
     CHECK(gcmpi_gpu_is_device_pointer(h) == 0, "host pointer taken for a device pointer");
     CHECK(gcmpi_gpu_is_device_pointer(NULL) == 0, "NULL taken for a device pointer");
     gcmpi_gpu_dealloc(ctx, d);
     gcmpi_gpu_dealloc(ctx, d2);
+}
+
+/* name is an item of the comma-separated list */
+static int listed(const char *list, const char *name)
+{
+    const size_t len = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *end = strchr(p, ',');
+        const size_t l = end ? (size_t)(end - p) : strlen(p);
+        if (l == len && !strncmp(p, name, len)) return 1;
+        if (!end) break;
+        p = end + 1;
+    }
+    return 0;
 }
 
 int main(void)
@@ -261,26 +377,42 @@ int main(void)
         fprintf(stderr, "FAIL: a CUDA device is present but gcmpi_gpu_create failed\n");
         return 1;
     }
-    static const char *const codecs[] = {"none", "fp16", "bf16", "int8", "sign"};
-    static const size_t sizes[] = {0, 1, 7, 1000, (1u << 20) + 3};
-    static const size_t buckets[] = {512, 7, 4099};
     /* GCMPI_GPU_TEST_MAX_N: skip larger sizes (tests/gpu/emu runs on the
      * host, where 2^20 elements are slow). */
     const char *max_env = getenv("GCMPI_GPU_TEST_MAX_N");
     const size_t max_n = max_env ? (size_t)strtoull(max_env, NULL, 10) : (size_t)-1;
+    static const size_t sizes[] = {0, 1, 7, 1000, 4099, (1u << 20) + 3};
+    /* GCMPI_GPU_TEST_CODECS=a,b: only those codecs (while iterating). */
+    const char *only = getenv("GCMPI_GPU_TEST_CODECS");
     int cases = 0;
-    for (size_t ci = 0; ci < sizeof codecs / sizeof *codecs; ci++) {
-        const int bucketed = !strcmp(codecs[ci], "int8") || !strcmp(codecs[ci], "sign");
-        for (size_t bi = 0; bi < (bucketed ? 3u : 1u); bi++)
-            for (size_t si = 0; si < sizeof sizes / sizeof *sizes && sizes[si] <= max_n; si++)
-                for (int ef = 0; ef < 2; ef++) {
-                    const int dst_dev = (int)((si + (size_t)ef) & 1), crc = (int)(si & 1);
-                    run_case(codecs[ci], sizes[si], buckets[bi], ef, dst_dev, crc, 0);
-                    cases++;
-                }
+    for (size_t vi = 0; vi < sizeof variants / sizeof *variants; vi++) {
+        const variant *v = &variants[vi];
+        if (only && !listed(only, v->codec)) continue;
+        gc_params p;
+        gc_params_default(&p);
+        if (v->bucket) p.bucket = v->bucket;
+        if (v->ratio > 0) p.ratio = v->ratio;
+        if (v->bits) p.bits = v->bits;
+        if (v->tolerance >= 0) p.dgc_tolerance = v->tolerance;
+        p.flags |= v->flags;
+        if (v->rank) p.rank = v->rank;
+        if (v->eg_fixed) {
+            p.eg_n = 6;
+            p.eg_k = 2;
+        }
+        for (size_t si = 0; si < sizeof sizes / sizeof *sizes && sizes[si] <= max_n; si++)
+            for (int ef = 0; ef < 2; ef++) {
+                const int dst_dev = (int)((si + (size_t)ef) & 1), crc = (int)(si & 1);
+                run_case(v->codec, &p, sizes[si], ef, dst_dev, crc, FILL_RANDOM);
+                cases++;
+                if (!v->more_fills || sizes[si] < 1000) continue;
+                run_case(v->codec, &p, sizes[si], ef, !dst_dev, crc, FILL_TIES);
+                run_case(v->codec, &p, sizes[si], ef, dst_dev, !crc, FILL_ZERO);
+                cases += 2;
+            }
         for (int ef = 0; ef < 2; ef++) {
-            run_case(codecs[ci], 1000, 512, ef, ef, 1, 1);
-            run_case(codecs[ci], 5000, bucketed ? 4099 : 512, ef, !ef, 0, 1);
+            run_case(v->codec, &p, 1000, ef, ef, 1, FILL_SPECIAL);
+            run_case(v->codec, &p, 5000, ef, !ef, 0, FILL_SPECIAL);
             cases += 2;
         }
     }

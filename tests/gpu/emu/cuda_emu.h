@@ -1,27 +1,30 @@
-/* cuda_emu.h — just enough of CUDA, on the host, to run gpu/gcmpi_gpu.cu's
- * kernels and runtime calls without a GPU (tests/gpu/emu/run-emulated.sh).
+/* cuda_emu.h — just enough of CUDA, on the host, to run the kernels of gpu/
+ * (every .cu) and runtime calls without a GPU (tests/gpu/emu/run-emulated.sh).
  *
  * It checks the parts a machine without a GPU can check: body layouts,
  * bucket / chunk / plane-byte index mapping, the lane-tree summation order,
  * host orchestration and error paths. It does NOT check CUDA itself: float
  * intrinsics are the host's SSE operations (so the x86 NaN emulation is
  * trivially right here), "device memory" is malloc, every launch is
- * synchronous. Kernels that use __syncthreads or shuffles run one host
- * thread per CUDA thread with a block barrier; the others run their
- * threads one after another. */
+ * synchronous. Kernels that use __syncthreads or shuffles run their CUDA
+ * threads as fibers switched at each barrier (emu_run_block_fibers); the
+ * others run their threads one after another. There is no grid-wide synchronisation
+ * (cooperative launch): the kernels of gpu/ do not use it, a step that
+ * needs the whole grid is a kernel launch of its own. */
 #ifndef CUDA_EMU_H
 #define CUDA_EMU_H
 
 #include <atomic>
-#include <barrier>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
+
+#include <ucontext.h>
 
 #define __global__
 #define __device__
@@ -29,7 +32,7 @@
 #define __shared__ static
 
 struct emu_dim3 { unsigned x = 1, y = 1, z = 1; };
-inline thread_local emu_dim3 threadIdx, blockIdx;
+inline emu_dim3 threadIdx, blockIdx;
 inline emu_dim3 blockDim, gridDim;
 
 typedef int cudaError_t;
@@ -108,19 +111,80 @@ inline float __fdiv_rn(float a, float b) { return a / b; }
 inline double __dadd_rn(double a, double b) { return a + b; }
 inline double __ddiv_rn(double a, double b) { return a / b; }
 inline float __double2float_rn(double d) { return (float)d; }
-inline unsigned atomicOr(unsigned *p, unsigned v) { return __atomic_fetch_or(p, v, __ATOMIC_RELAXED); }
+inline double __dsqrt_rn(double d) { return __builtin_sqrt(d); }
+inline double __dsub_rn(double a, double b) { return a - b; }
+inline double __dmul_rn(double a, double b) { return a * b; }
+inline long long __double_as_longlong(double d) { long long u; std::memcpy(&u, &d, 8); return u; }
+inline double __longlong_as_double(long long u) { double d; std::memcpy(&d, &u, 8); return d; }
+inline unsigned atomicOr(unsigned *p, unsigned v) { unsigned o = *p; *p = o | v; return o; }
+inline unsigned atomicAdd(unsigned *p, unsigned v) { unsigned o = *p; *p = o + v; return o; }
+inline unsigned long long atomicOr(unsigned long long *p, unsigned long long v) { unsigned long long o = *p; *p = o | v; return o; }
+inline unsigned atomicMax(unsigned *p, unsigned v) { unsigned o = *p; *p = o > v ? o : v; return o; }
+inline int __clzll(long long x) { return x ? __builtin_clzll((unsigned long long)x) : 64; }
+inline int __float2int_rn(float x) { return (int)__builtin_nearbyintf(x); }
+inline int __clz(int x) { return x ? __builtin_clz((unsigned)x) : 32; }
+inline unsigned long long __umul64hi(unsigned long long a, unsigned long long b)
+{
+    return (unsigned long long)(((unsigned __int128)a * b) >> 64);
+}
 
-inline std::barrier<> *emu_bar;
+/* Kernels with block barriers run their CUDA threads as fibers on one host
+ * thread (ucontext): __syncthreads switches back to the scheduler, which
+ * runs every thread of the block up to its next barrier in turn, so a
+ * barrier costs a context switch in user space, not a futex wait. */
+struct emu_fibers {
+    ucontext_t main;
+    std::vector<ucontext_t> ctx;
+    std::vector<std::vector<char>> stack;
+    std::vector<char> done;
+    const std::function<void()> *body = nullptr;
+    unsigned cur = 0;
+};
+inline emu_fibers emu_fib;
 inline float emu_shfl[1024];
-inline void __syncthreads() { emu_bar->arrive_and_wait(); }
+
+inline void __syncthreads() { swapcontext(&emu_fib.ctx[emu_fib.cur], &emu_fib.main); }
 inline float __shfl_down_sync(unsigned, float v, unsigned d)
 {
     unsigned t = threadIdx.x, lane = t % 32;
     emu_shfl[t] = v;
-    emu_bar->arrive_and_wait();
+    __syncthreads();
     float r = (lane + d < 32 && t + d < blockDim.x) ? emu_shfl[t + d] : v;
-    emu_bar->arrive_and_wait();
+    __syncthreads();
     return r;
+}
+
+inline void emu_fiber_entry()
+{
+    (*emu_fib.body)();
+    emu_fib.done[emu_fib.cur] = 1;  /* returns to main through uc_link */
+}
+
+inline void emu_run_block_fibers(unsigned block, const std::function<void()> &f)
+{
+    emu_fibers &e = emu_fib;
+    e.ctx.resize(block);
+    e.stack.resize(block);
+    e.done.assign(block, 0);
+    e.body = &f;
+    for (unsigned t = 0; t < block; t++) {
+        e.stack[t].resize(256 * 1024);
+        getcontext(&e.ctx[t]);
+        e.ctx[t].uc_stack.ss_sp = e.stack[t].data();
+        e.ctx[t].uc_stack.ss_size = e.stack[t].size();
+        e.ctx[t].uc_link = &e.main;
+        makecontext(&e.ctx[t], emu_fiber_entry, 0);
+    }
+    for (unsigned live = block; live > 0;) {
+        live = 0;
+        for (unsigned t = 0; t < block; t++) {
+            if (e.done[t]) continue;
+            e.cur = t;
+            threadIdx.x = t;
+            swapcontext(&e.main, &e.ctx[t]);
+            live += !e.done[t];
+        }
+    }
 }
 
 template <class F>
@@ -128,28 +192,25 @@ inline void emu_launch(const char *name, unsigned grid, unsigned block, F f)
 {
     gridDim.x = grid;
     blockDim.x = block;
-    const bool coop = !std::strcmp(name, "k_int8_scales") || !std::strcmp(name, "k_sign_chunks");
+    /* Kernels with block barriers or shuffles: these two, and any named
+     * k_..._sync (the convention for new ones). */
+    const size_t len = std::strlen(name);
+    const bool coop = !std::strcmp(name, "k_int8_scales") || !std::strcmp(name, "k_sign_chunks")
+                      || (len > 5 && !std::strcmp(name + len - 5, "_sync"));
+    const std::function<void()> body = f;
     for (unsigned b = 0; b < grid; b++) {
-        if (!coop) {
-            blockIdx.x = b;
-            for (unsigned t = 0; t < block; t++) {
-                threadIdx.x = t;
-                f();
-            }
+        blockIdx.x = b;
+        if (coop) {
+            emu_run_block_fibers(block, body);
             continue;
         }
-        std::barrier<> bar((std::ptrdiff_t)block);
-        emu_bar = &bar;
-        std::vector<std::thread> th;
-        for (unsigned t = 0; t < block; t++)
-            th.emplace_back([&, t] {
-                blockIdx.x = b;
-                threadIdx.x = t;
-                f();
-            });
-        for (auto &x : th) x.join();
+        for (unsigned t = 0; t < block; t++) {
+            threadIdx.x = t;
+            f();
+        }
     }
 }
-#define EMU_LAUNCH(k, g, b, s, st, ...) emu_launch(#k, (g), (b), [&]() { k(__VA_ARGS__); })
+#define EMU_LAUNCH(k, g, b, s, st, ...) \
+    ((void)(s), (void)(st), emu_launch(#k, (g), (b), [&]() { k(__VA_ARGS__); }))
 
 #endif

@@ -1,0 +1,136 @@
+/* codec_natural.cu — codecs/codec_natural.c on the device: per bucket the
+ * exponent E of the largest |v| plus one and whether nonzero values lie
+ * below the lowest power sent (one block per bucket), then one code byte
+ * per element, rounded to a power of two with the CPU's random numbers. */
+#include "gpu_internal.cuh"
+
+static size_t body_size(size_t n, size_t bucket) { return BUCKET_FIELD + bucket_count(n, bucket) + n; }
+
+/* One block per bucket: v = g + r into r (when r), max |v| and the
+ * smallest nonzero |v| as bits (magnitude_range), then E = exponent of the
+ * max + 1 (at most 254) into tops[b], and small[b] = there are nonzero
+ * values below 2^(lo-127), lo = max(E - 126, 1). */
+#define RANGE_THREADS 256
+__global__ void k_natural_range_sync(const float *g, float *r, size_t n, size_t bucket,
+                                     uint8_t *tops, uint8_t *small)
+{
+    __shared__ uint32_t red_hi[RANGE_THREADS], red_lo[RANGE_THREADS];
+    const size_t b = blockIdx.x, i0 = b * bucket, len = bucket_len(n, bucket, b);
+    uint32_t hi = 0, lo_minus_1 = 0xFFFFFFFFu;
+    for (size_t i = threadIdx.x; i < len; i += blockDim.x) {
+        float v;
+        if (r) {
+            v = gx_add(g[i0 + i], r[i0 + i]);
+            r[i0 + i] = v;
+        } else {
+            v = g[i0 + i];
+        }
+        const uint32_t a = fbits(v) & 0x7FFFFFFFu;
+        hi = a > hi ? a : hi;
+        lo_minus_1 = a - 1u < lo_minus_1 ? a - 1u : lo_minus_1;
+    }
+    red_hi[threadIdx.x] = hi;
+    red_lo[threadIdx.x] = lo_minus_1;
+    __syncthreads();
+    for (unsigned w = blockDim.x / 2; w > 0; w /= 2) {
+        if (threadIdx.x < w) {
+            if (red_hi[threadIdx.x + w] > red_hi[threadIdx.x]) red_hi[threadIdx.x] = red_hi[threadIdx.x + w];
+            if (red_lo[threadIdx.x + w] < red_lo[threadIdx.x]) red_lo[threadIdx.x] = red_lo[threadIdx.x + w];
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        const uint32_t amin = red_lo[0] + 1u;
+        int32_t e_top = (int32_t)(red_hi[0] >> 23) + 1;
+        e_top = e_top < 254 ? e_top : 254;
+        const int32_t lo = e_top > 127 ? e_top - 126 : 1;
+        tops[b] = (uint8_t)e_top;
+        small[b] = amin != 0 && (int32_t)(amin >> 23) < lo;
+    }
+}
+
+/* natural_code, one thread per element. */
+__global__ void k_natural_codes(const float *g, float *r, size_t n, size_t bucket, uint32_t key,
+                                const uint8_t *tops, const uint8_t *small, uint8_t *codes)
+{
+    GRID_STRIDE(i, n) {
+        const size_t b = i / bucket;
+        const int32_t e_top = tops[b], lo = e_top > 127 ? e_top - 126 : 1;
+        const float v = r ? r[i] : g[i];
+        const uint32_t bits = fbits(v), a = bits & 0x7FFFFFFFu, sign = bits & 0x80000000u;
+        const int32_t ex = (int32_t)(a >> 23), mant = (int32_t)(a & 0x7FFFFFu);
+        const uint32_t rnd = rand32(key, (uint32_t)i);
+        int32_t e_norm = ex + ((int32_t)(rnd >> 9) < mant);
+        e_norm = e_norm < e_top ? e_norm : e_top;
+        uint32_t e = (uint32_t)e_norm;
+        if (small[b] && ex < lo) {
+            const float small_scale = bitsf((uint32_t)(254 - lo) << 23);  /* 2^(127 - lo) */
+            const bool up = gx_mul((float)(int32_t)(rnd >> 8), 0x1p-24f) < gx_mul(bitsf(a), small_scale);
+            e = up ? (uint32_t)lo : 0u;
+        }
+        const uint32_t nonzero = 0u - (uint32_t)(e != 0);
+        const float d = bitsf((e << 23) | (sign & nonzero));
+        codes[i] = (uint8_t)(((e + 127u - (uint32_t)e_top) | (sign >> 24)) & nonzero);
+        if (r) r[i] = gx_sub(v, d);
+    }
+}
+
+__global__ void k_natural_field(uint8_t *body, uint32_t bucket) { st_u32(body, bucket); }
+
+static size_t natural_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float *r, size_t n,
+                             const gc_params *p, uint64_t seed, uint8_t *body, size_t cap)
+{
+    const size_t bucket = p->bucket, nb = bucket_count(n, bucket), size = body_size(n, bucket);
+    if (cap < size) return GC_ERR(DST_TOO_SMALL);
+    k_natural_field<<<1, 1, 0, ctx->stream>>>(body, (uint32_t)bucket);
+    if (nb == 0) return size;
+    uint8_t *small = (uint8_t *)scratch_get(ctx, s, nb);
+    if (!small) return GC_ERR(ALLOC);
+    if (nb > 0x7FFFFFFFu) return GC_ERR(GENERIC);
+    uint8_t *tops = body + BUCKET_FIELD;
+    k_natural_range_sync<<<(unsigned)nb, RANGE_THREADS, 0, ctx->stream>>>(g, r, n, bucket, tops, small);
+    k_natural_codes<<<blocks_for(n, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(
+        g, r, n, bucket, key32(seed), tops, small, tops + nb);
+    return size;
+}
+
+/* natural_value, and the CPU's checks: E in [1, 254]; a code is 0 or has
+ * c >= 128 - E (any sign); 128 (a signed zero) is corrupt. */
+__global__ void k_natural_decode(const uint8_t *tops, const uint8_t *codes, size_t n,
+                                 size_t bucket, float *acc, unsigned *bad)
+{
+    GRID_STRIDE(i, n) {
+        const uint32_t e_top = tops[i / bucket];
+        if (e_top < 1 || e_top > 254) {
+            atomicOr(bad, 1u);
+            continue;
+        }
+        const uint32_t c_min = e_top >= 127u ? 1u : 128u - e_top;
+        const uint32_t code = codes[i], c = code & 127u;
+        if (c - 1u < c_min - 1u || code == 128u) atomicOr(bad, 1u);
+        const uint32_t vb = ((code >> 7) << 31) | ((c + e_top - 127u) << 23);
+        acc[i] = gx_add(acc[i], bitsf(c != 0 ? vb : 0u));
+    }
+}
+
+static size_t natural_decode_add(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, size_t len,
+                                 float *acc, size_t n)
+{
+    if (len < BUCKET_FIELD) return GC_ERR(TRUNCATED);
+    const uint32_t bf = get_u32(body);
+    if (bf < 1 || bf > (UINT32_C(1) << 31)) return GC_ERR(CORRUPT);
+    const size_t bucket = bf, nb = bucket_count(n, bucket), want = body_size(n, bucket);
+    if (len < want) return GC_ERR(TRUNCATED);
+    if (len > want) return GC_ERR(CORRUPT);
+    if (nb == 0) return 0;
+    uint8_t *d = body_to_device(ctx, s, body, len);
+    if (!d) return GC_ERR(ALLOC);
+    size_t e = flag_clear(ctx);
+    if (gc_is_error(e)) return e;
+    k_natural_decode<<<blocks_for(n, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(
+        d + BUCKET_FIELD, d + BUCKET_FIELD + nb, n, bucket, acc, ctx->flag);
+    return flag_result(ctx);
+}
+
+extern const gpu_codec gpu_codec_natural;
+const gpu_codec gpu_codec_natural = {ID_NATURAL, natural_encode, natural_decode_add};

@@ -1,0 +1,172 @@
+/* codec_sign.cu — codecs/codec_sign.c on the device: per bucket the mean
+ * |v| (sums in quant_common.h's order), one bit per element (v >= 0) in a
+ * bit plane, decoded as +-mean. */
+#include "gpu_internal.cuh"
+
+static size_t sign_bits_bytes(size_t n, size_t bucket)
+{
+    size_t nb = bucket_count(n, bucket);
+    if (nb == 0) return 0;
+    return (nb - 1) * planes_stride(bucket) + planes_stride(bucket_len(n, bucket, nb - 1));
+}
+
+static size_t body_size(size_t n, size_t bucket)
+{
+    return BUCKET_FIELD + 4 * bucket_count(n, bucket) + sign_bits_bytes(n, bucket);
+}
+
+/* Chunk sums of |v| in quant_common.h's order. Chunk c = (bucket b, chunk cc
+ * of cpb per bucket); 16 threads per chunk, thread j sums elements j, j+16,
+ * ... of the chunk in order (from 0.0f), then lanes combine pairwise: lane
+ * j += lane j+w for w = 8, 4, 2, 1 (gc_q_lanes_total). v = g + r goes into
+ * r first (each element is read by one thread). Every thread of a warp
+ * reaches the shuffles (a 16-lane group never straddles a warp). */
+__global__ void k_sign_chunks(const float *g, float *r, size_t n, size_t bucket, size_t cpb,
+                              size_t nchunks, float *chunk_sum)
+{
+    const size_t t = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    const size_t c = t / Q_LANES, j = t % Q_LANES;
+    size_t start = 0, clen = 0;
+    if (c < nchunks) {
+        const size_t b = c / cpb, cc = c % cpb, len = bucket_len(n, bucket, b);
+        if (cc * Q_CHUNK < len) {
+            start = b * bucket + cc * Q_CHUNK;
+            clen = len - cc * Q_CHUNK < Q_CHUNK ? len - cc * Q_CHUNK : Q_CHUNK;
+        }
+    }
+    float s = 0.0f;
+    for (size_t i = j; i < clen; i += Q_LANES) {
+        float v;
+        if (r) {
+            v = gx_add(g[start + i], r[start + i]);
+            r[start + i] = v;
+        } else {
+            v = g[start + i];
+        }
+        s = gx_add(s, gx_abs(v));
+    }
+    for (unsigned w = 8; w > 0; w /= 2) {
+        float o = __shfl_down_sync(0xFFFFFFFFu, s, w);
+        s = gx_add(s, o);
+    }
+    if (j == 0 && clen > 0) chunk_sum[c] = s;
+}
+
+/* One thread per bucket: chunk sums added in order in double, over len,
+ * rounded to float (gc_q_sum_pow and sign_encode_buckets). A NaN chunk sum
+ * is carried through the double additions as x86 does: the result is that
+ * first NaN (it is already quiet, so widening and narrowing keep it). */
+__global__ void k_sign_scales(size_t n, size_t bucket, size_t cpb, size_t nb,
+                              const float *chunk_sum, uint8_t *body)
+{
+    GRID_STRIDE(b, nb) {
+        const size_t len = bucket_len(n, bucket, b), nc = (len + Q_CHUNK - 1) / Q_CHUNK;
+        double total = 0;
+        uint32_t nan = 0;
+        for (size_t cc = 0; cc < nc; cc++) {
+            float f = chunk_sum[b * cpb + cc];
+            if (!nan && is_nan(f)) nan = fbits(f) | 0x00400000u;
+            total = __dadd_rn(total, (double)f);
+        }
+        float scale = nan ? bitsf(nan) : __double2float_rn(__ddiv_rn(total, (double)len));
+        ((float *)(body + BUCKET_FIELD))[b] = scale;
+        if (b == 0) *(uint32_t *)body = (uint32_t)bucket;
+    }
+}
+
+/* One thread per plane byte: bit j of byte k of bucket b is element
+ * j*m + k, set when v >= 0 (NaN clear); with r, r = v - (hi or lo). The
+ * decode kernel below walks the same bytes and flags set padding bits. */
+__global__ void k_sign_bits(const float *g, float *r, size_t n, size_t bucket, size_t nbytes,
+                            const float *scales, uint8_t *out)
+{
+    const size_t mfull = (bucket + 7) / 8;
+    GRID_STRIDE(x, nbytes) {
+        const size_t b = x / mfull, k = x % mfull, len = bucket_len(n, bucket, b);
+        const size_t m = (len + 7) / 8, i0 = b * bucket;
+        const float hi = scales[b];
+        unsigned byte = 0;
+        for (unsigned j = 0; j < 8; j++) {
+            const size_t e = j * m + k;
+            if (e >= len) break;
+            float v = r ? r[i0 + e] : g[i0 + e];
+            unsigned bit = v >= 0.0f;
+            byte |= bit << j;
+            /* v - lo written as v + hi: equal bits for non-NaN, and where the
+             * scale is NaN it gives the NaN gcc's folding gives the CPU. */
+            if (r) r[i0 + e] = bit ? gx_sub(v, hi) : gx_add(v, hi);
+        }
+        out[x] = (uint8_t)byte;
+    }
+}
+
+__global__ void k_sign_decode(const float *scales, const uint8_t *in, size_t n, size_t bucket,
+                              size_t nbytes, float *acc, unsigned *bad)
+{
+    const size_t mfull = (bucket + 7) / 8;
+    GRID_STRIDE(x, nbytes) {
+        const size_t b = x / mfull, k = x % mfull, len = bucket_len(n, bucket, b);
+        const size_t m = (len + 7) / 8, i0 = b * bucket;
+        const float hi = scales[b];
+        const unsigned byte = in[x];
+        for (unsigned j = 0; j < 8; j++) {
+            const size_t e = j * m + k;
+            if (e < len)  /* acc + lo as acc - hi: see k_sign_bits */
+                acc[i0 + e] = ((byte >> j) & 1u) ? gx_add(acc[i0 + e], hi) : gx_sub(acc[i0 + e], hi);
+            else if ((byte >> j) & 1u)
+                atomicOr(bad, 1u);
+        }
+    }
+}
+
+__global__ void k_sign_field(uint8_t *body, uint32_t bucket) { st_u32(body, bucket); }
+
+static size_t sign_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float *r, size_t n,
+                          const gc_params *p, uint64_t seed, uint8_t *body, size_t cap)
+{
+    (void)seed;
+    const size_t bucket = p->bucket, nb = bucket_count(n, bucket), size = body_size(n, bucket);
+    if (cap < size) return GC_ERR(DST_TOO_SMALL);
+    cudaStream_t st = ctx->stream;
+    if (nb == 0) {
+        k_sign_field<<<1, 1, 0, st>>>(body, (uint32_t)bucket);
+        return size;
+    }
+    const size_t cpb = (bucket + Q_CHUNK - 1) / Q_CHUNK;
+    const size_t nchunks = nb * cpb;
+    float *chunk_sum = (float *)scratch_get(ctx, s, 4 * nchunks);
+    if (!chunk_sum) return GC_ERR(ALLOC);
+    const size_t blocks = (nchunks * Q_LANES + GPU_THREADS - 1) / GPU_THREADS;
+    if (blocks > 0x7FFFFFFFu) return GC_ERR(GENERIC);
+    k_sign_chunks<<<(unsigned)blocks, GPU_THREADS, 0, st>>>(g, r, n, bucket, cpb, nchunks, chunk_sum);
+    k_sign_scales<<<blocks_for(nb, GPU_THREADS), GPU_THREADS, 0, st>>>(n, bucket, cpb, nb, chunk_sum, body);
+    const size_t nbytes = sign_bits_bytes(n, bucket);
+    k_sign_bits<<<blocks_for(nbytes, GPU_THREADS), GPU_THREADS, 0, st>>>(g, r, n, bucket, nbytes,
+                                                     (const float *)(body + BUCKET_FIELD),
+                                                     body + BUCKET_FIELD + 4 * nb);
+    return size;
+}
+
+static size_t sign_decode_add(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, size_t len,
+                              float *acc, size_t n)
+{
+    if (len < BUCKET_FIELD) return GC_ERR(TRUNCATED);
+    const uint32_t bf = get_u32(body);
+    if (bf < 1 || bf > (UINT32_C(1) << 31)) return GC_ERR(CORRUPT);
+    const size_t bucket = bf, nb = bucket_count(n, bucket), want = body_size(n, bucket);
+    if (len < want) return GC_ERR(TRUNCATED);
+    if (len > want) return GC_ERR(CORRUPT);
+    if (n == 0) return 0;
+    uint8_t *d = body_to_device(ctx, s, body, len);
+    if (!d) return GC_ERR(ALLOC);
+    size_t e = flag_clear(ctx);
+    if (gc_is_error(e)) return e;
+    const size_t nbytes = sign_bits_bytes(n, bucket);
+    k_sign_decode<<<blocks_for(nbytes, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(
+        (const float *)(d + BUCKET_FIELD), d + BUCKET_FIELD + 4 * nb, n, bucket, nbytes, acc,
+        ctx->flag);
+    return flag_result(ctx);
+}
+
+extern const gpu_codec gpu_codec_sign;
+const gpu_codec gpu_codec_sign = {ID_SIGN, sign_encode, sign_decode_add};

@@ -1,0 +1,257 @@
+/* codec_topkq.cu — codecs/codec_topkq.c on the device, at the fixed width
+ * gc_params.bits (the GPU API has no workspace, so no width policy): the
+ * exact top-k of v = g + r (gpu_select.cuh), topk's index section
+ * (gpu_sparse.cuh), then per bucket of kept values the range head (one
+ * thread per bucket: min and max |x|, or the mean |x| summed in order in
+ * double for b = 1) and the b-bit fields, one thread per output byte. The
+ * decode validates the body and decodes the indices on the host (as
+ * topkq_open does), then adds one value per thread on the device. */
+#include "gpu_select.cuh"
+#include "gpu_sparse.cuh"
+
+#define TOPKQ_MAX_BITS 8u
+#define TOPKQ_BUCKET_FIELD 4u
+#define TOPKQ_BUCKET_HEAD 9u  /* u8 b, f32 lo, f32 hi */
+
+__host__ __device__ static inline size_t values_bytes(size_t len, unsigned b) { return (len * b + 7) / 8; }
+
+static size_t topkq_bound(size_t n, const gc_params *p)
+{
+    const size_t k = kept_count(n, p->ratio);
+    return SPARSE_HEAD + (n + 7) / 8 + TOPKQ_BUCKET_FIELD
+           + bucket_count(k, p->bucket) * TOPKQ_BUCKET_HEAD + values_bytes(k, TOPKQ_MAX_BITS);
+}
+
+__device__ static inline float level_step(float lo, float hi, unsigned b)
+{
+    return b == 1 ? 0.0f : gx_div(gx_sub(hi, lo), (float)((1u << (b - 1)) - 1u));
+}
+__device__ static inline float level_value(float lo, float step, uint32_t q)
+{
+    return gx_add(lo, gx_mul((float)q, step));
+}
+__device__ static inline float with_sign(float mag, uint32_t sign)
+{
+    return bitsf(fbits(mag) ^ (sign << 31));
+}
+
+/* A bucket's quantiser: what quantise_bucket derives from (b, lo, hi). */
+typedef struct tq_quant { float lo, step, inv, top; unsigned b; } tq_quant;
+
+__device__ static inline tq_quant tq_make(unsigned b, float lo, float hi)
+{
+    tq_quant q;
+    q.b = b;
+    q.lo = lo;
+    q.step = level_step(lo, hi, b);
+    q.top = (float)((1u << (b - 1)) - 1u);
+    float inv = b > 1 && hi > lo ? gx_div(q.top, gx_sub(hi, lo)) : 0.0f;
+    if (!(inv <= 3.40282347e38f)) inv = 0.0f;
+    q.inv = inv;
+    return q;
+}
+
+/* The field of x (sign | level << 1) and, in *d, its decoded value. */
+__device__ static inline uint32_t tq_code(const tq_quant &q, float x, float *d)
+{
+    const uint32_t sign = fbits(x) >> 31;
+    uint32_t level = 0;
+    if (q.b > 1) {
+        const float t = clamp_abs(gx_abs(gx_mul(gx_sub(gx_abs(x), q.lo), q.inv)), q.top);
+        level = (uint32_t)round_even_small(t);
+    }
+    *d = with_sign(level_value(q.lo, q.step, level), sign);
+    return sign | level << 1;
+}
+
+__global__ void k_tq_gather(const uint32_t *idx, size_t k, const float *v, float *x)
+{
+    GRID_STRIDE(j, k) x[j] = v[idx[j]];
+}
+
+/* One thread per bucket: scan_bucket (min and max magnitude key; for b = 1
+ * the mean |x|, a sequential double sum whose first NaN, made quiet and
+ * positive, is what x86 carries through), the head written at its place. */
+__global__ void k_tq_heads(const float *x, size_t k, size_t bucket, size_t nbk, unsigned b,
+                           uint8_t *vals0, float *lohi)
+{
+    const size_t stride = TOPKQ_BUCKET_HEAD + values_bytes(bucket, b);
+    GRID_STRIDE(bi, nbk) {
+        const size_t s = bi * bucket, len = k - s < bucket ? k - s : bucket;
+        uint32_t lo = 0xFFFFFFFFu, hi = 0, nan = 0;
+        double sum_abs = 0;
+        for (size_t j = s; j < s + len; j++) {
+            const uint32_t key = mag_key(x[j]);
+            lo = key < lo ? key : lo;
+            hi = key > hi ? key : hi;
+            if (b == 1) {
+                if (!nan && is_nan(x[j])) nan = (fbits(x[j]) | 0x00400000u) & 0x7FFFFFFFu;
+                sum_abs = __dadd_rn(sum_abs, (double)gx_abs(x[j]));
+            }
+        }
+        float flo = bitsf(lo), fhi = bitsf(hi);
+        if (b == 1)
+            flo = fhi = nan ? bitsf(nan) : __double2float_rn(__ddiv_rn(sum_abs, (double)len));
+        uint8_t *at = vals0 + bi * stride;
+        at[0] = (uint8_t)b;
+        st_f32(at + 1, flo);
+        st_f32(at + 5, fhi);
+        lohi[2 * bi] = flo;
+        lohi[2 * bi + 1] = fhi;
+    }
+}
+
+/* One thread per byte of a bucket's fields: the fields that overlap it,
+ * LSB first (gc_bitw), zero padding at the end. */
+__global__ void k_tq_bytes(const float *x, size_t k, size_t bucket, size_t nbk, unsigned b,
+                           const float *lohi, uint8_t *vals0)
+{
+    const size_t per = values_bytes(bucket, b), stride = TOPKQ_BUCKET_HEAD + per;
+    GRID_STRIDE(t, nbk * per) {
+        const size_t bi = t / per, byte = t % per, s = bi * bucket;
+        const size_t len = k - s < bucket ? k - s : bucket;
+        if (byte >= values_bytes(len, b)) continue;
+        const tq_quant q = tq_make(b, lohi[2 * bi], lohi[2 * bi + 1]);
+        const size_t bit0 = 8 * byte;
+        unsigned out = 0;
+        for (size_t j = bit0 / b; j < len && j * b < bit0 + 8; j++) {
+            float d;
+            const uint32_t code = tq_code(q, x[s + j], &d);
+            const long sh = (long)(j * b) - (long)bit0;
+            out |= sh >= 0 ? code << sh : code >> -sh;
+        }
+        vals0[bi * stride + TOPKQ_BUCKET_HEAD + byte] = (uint8_t)out;
+    }
+}
+
+__global__ void k_tq_residual(const float *x, const uint32_t *idx, size_t k, size_t bucket,
+                              unsigned b, const float *lohi, float *r)
+{
+    GRID_STRIDE(j, k) {
+        const size_t bi = j / bucket;
+        const tq_quant q = tq_make(b, lohi[2 * bi], lohi[2 * bi + 1]);
+        float d;
+        (void)tq_code(q, x[j], &d);
+        r[idx[j]] = gx_sub(x[j], d);
+    }
+}
+
+__global__ void k_tq_bucket_field(uint8_t *at, uint32_t bucket) { st_u32(at, bucket); }
+
+static size_t topkq_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float *r, size_t n,
+                           const gc_params *p, uint64_t seed, uint8_t *body, size_t cap)
+{
+    (void)seed;
+    if (n > UINT32_MAX) return GC_ERR(PARAM);  /* indices are 32-bit */
+    if (cap < topkq_bound(n, p)) return GC_ERR(DST_TOO_SMALL);
+    cudaStream_t st = ctx->stream;
+    const size_t k = kept_count(n, p->ratio), bucket = p->bucket, nbk = bucket_count(k, bucket);
+    const unsigned b = p->bits;
+    uint32_t *idx = (uint32_t *)scratch_get(ctx, s, (k ? k : 1) * sizeof(uint32_t));
+    float *x = (float *)scratch_get(ctx, s, (k ? k : 1) * sizeof(float));
+    float *lohi = (float *)scratch_get(ctx, s, (nbk ? nbk : 1) * 2 * sizeof(float));
+    if (!idx || !x || !lohi) return GC_ERR(ALLOC);
+    if (r) gpu_accumulate(ctx, g, r, n);
+    const float *v = r ? r : g;
+    size_t pos = gpu_topk_indices(ctx, s, v, n, k, idx);
+    if (gc_is_error(pos)) return pos;
+    pos = gpu_sparse_index_write(ctx, s, idx, k, n, body, cap);
+    if (gc_is_error(pos)) return pos;
+    k_tq_bucket_field<<<1, 1, 0, st>>>(body + pos, (uint32_t)bucket);
+    pos += TOPKQ_BUCKET_FIELD;
+    if (k == 0) return pos;
+    uint8_t *vals0 = body + pos;
+    k_tq_gather<<<blocks_for(k, GPU_THREADS), GPU_THREADS, 0, st>>>(idx, k, v, x);
+    k_tq_heads<<<blocks_for(nbk, GPU_THREADS), GPU_THREADS, 0, st>>>(x, k, bucket, nbk, b, vals0,
+                                                                    lohi);
+    const size_t per = values_bytes(bucket, b);
+    k_tq_bytes<<<blocks_for(nbk * per, GPU_THREADS), GPU_THREADS, 0, st>>>(x, k, bucket, nbk, b,
+                                                                          lohi, vals0);
+    if (r)
+        k_tq_residual<<<blocks_for(k, GPU_THREADS), GPU_THREADS, 0, st>>>(x, idx, k, bucket, b,
+                                                                         lohi, r);
+    const size_t last = k - (nbk - 1) * bucket;
+    return pos + (nbk - 1) * (TOPKQ_BUCKET_HEAD + per) + TOPKQ_BUCKET_HEAD + values_bytes(last, b);
+}
+
+/* One thread per kept value: its bucket's head at off[bucket], its field
+ * at bit (j - start) * b of the bucket's values. */
+__global__ void k_tq_decode(const uint8_t *body, const uint64_t *off, const uint32_t *idx,
+                            size_t k, size_t bucket, float *acc)
+{
+    GRID_STRIDE(j, k) {
+        const size_t bi = j / bucket;
+        const uint8_t *at = body + off[bi];
+        const unsigned b = at[0];
+        const float lo = ld_f32(at + 1), step = level_step(lo, ld_f32(at + 5), b);
+        const size_t bit = (j - bi * bucket) * b, byte = bit / 8, sh = bit % 8;
+        const uint8_t *f = at + TOPKQ_BUCKET_HEAD + byte;
+        uint32_t word = f[0];
+        if (sh + b > 8) word |= (uint32_t)f[1] << 8;
+        const uint32_t code = (word >> sh) & ((1u << b) - 1u);
+        acc[idx[j]] = gx_add(acc[idx[j]], with_sign(level_value(lo, step, code >> 1), code & 1u));
+    }
+}
+
+static size_t topkq_decode_add(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, size_t len,
+                               float *acc, size_t n)
+{
+    uint32_t *idx = (uint32_t *)malloc((n ? n : 1) * sizeof(uint32_t));
+    uint64_t *off = NULL;
+    size_t k = 0, r = idx ? gcmpi_gpu_host_index_decode(body, len, n, idx, &k) : GC_ERR(ALLOC);
+    size_t pos = r, bucket = 1, nbk = 0;
+    /* topkq_open's walk over the bucket heads. */
+    if (!gc_is_error(r)) {
+        if (len - pos < TOPKQ_BUCKET_FIELD) r = GC_ERR(TRUNCATED);
+        else {
+            const uint32_t bf = get_u32(body + pos);
+            if (bf < 1 || bf > (UINT32_C(1) << 31)) r = GC_ERR(CORRUPT);
+            bucket = bf;
+            pos += TOPKQ_BUCKET_FIELD;
+        }
+    }
+    if (!gc_is_error(r)) {
+        nbk = bucket_count(k, bucket);
+        off = (uint64_t *)malloc((nbk ? nbk : 1) * sizeof(uint64_t));
+        if (!off) r = GC_ERR(ALLOC);
+    }
+    for (size_t bi = 0; !gc_is_error(r) && bi < nbk; bi++) {
+        const size_t st = bi * bucket, blen = k - st < bucket ? k - st : bucket;
+        if (len - pos < TOPKQ_BUCKET_HEAD) { r = GC_ERR(TRUNCATED); break; }
+        const unsigned b = body[pos];
+        if (b < 1 || b > TOPKQ_MAX_BITS) { r = GC_ERR(CORRUPT); break; }
+        if (b == 1 && get_u32(body + pos + 1) != get_u32(body + pos + 5)) { r = GC_ERR(CORRUPT); break; }
+        off[bi] = pos;
+        pos += TOPKQ_BUCKET_HEAD;
+        const size_t bits = blen * b, nbytes = values_bytes(blen, b);
+        if (len - pos < nbytes) { r = GC_ERR(TRUNCATED); break; }
+        if ((bits & 7) && (body[pos + nbytes - 1] >> (bits & 7)) != 0) { r = GC_ERR(CORRUPT); break; }
+        pos += nbytes;
+    }
+    if (!gc_is_error(r) && pos != len) r = GC_ERR(CORRUPT);
+    if (!gc_is_error(r) && k) {
+        uint8_t *d = body_to_device(ctx, s, body, len);
+        uint32_t *didx = (uint32_t *)scratch_get(ctx, s, k * sizeof(uint32_t));
+        uint64_t *doff = (uint64_t *)scratch_get(ctx, s, nbk * sizeof(uint64_t));
+        if (!d || !didx || !doff) {
+            r = GC_ERR(ALLOC);
+        } else if (cudaMemcpyAsync(didx, idx, k * sizeof(uint32_t), cudaMemcpyHostToDevice,
+                                   ctx->stream) != cudaSuccess
+                   || cudaMemcpyAsync(doff, off, nbk * sizeof(uint64_t), cudaMemcpyHostToDevice,
+                                      ctx->stream) != cudaSuccess) {
+            r = GC_ERR(GENERIC);
+        } else {
+            k_tq_decode<<<blocks_for(k, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(
+                d, doff, didx, k, bucket, acc);
+            r = sync_status(ctx);  /* idx and off are freed below */
+        }
+    } else if (!gc_is_error(r)) {
+        r = 0;
+    }
+    free(idx);
+    free(off);
+    return gc_is_error(r) ? r : 0;
+}
+
+extern const gpu_codec gpu_codec_topkq;
+const gpu_codec gpu_codec_topkq = {ID_TOPKQ, topkq_encode, topkq_decode_add};

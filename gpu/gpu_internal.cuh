@@ -1,0 +1,254 @@
+/* gpu_internal.cuh — what every file of gpu/ shares: codec ids, the context,
+ * per-call scratch from the context's pool, launch geometry, float
+ * operations rounded as the CPU rounds them, and the table entry through
+ * which gcmpi_gpu.cu reaches a codec's kernels (gpu_codecs.cu).
+ *
+ * Exactness: compiled with -fmad=false -ftz=false -prec-div=true, and every
+ * float operation of a payload path goes through gx_add/gx_sub/gx_mul/
+ * gx_div, which round once (IEEE, nearest even) and return NaNs as x86 SSE
+ * does (the CPU build's hot loops are SSE/AVX): the first NaN operand made
+ * quiet, else the default NaN 0xFFC00000 for an invalid operation. CUDA's
+ * own rule (always 0x7FFFFFFF) would change the sign and payload bits that
+ * fp16/bf16 keep and the sign that int8's clamp keeps. */
+#ifndef GPU_INTERNAL_CUH
+#define GPU_INTERNAL_CUH
+
+#include "gcmpi_gpu.h"
+
+#include <cuda_runtime.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- what the codec files define (codec_impl.h is C-only) -------------- */
+
+#define GC_ERR(e) ((size_t) - (ptrdiff_t)(GC_ERR_##e))
+enum {
+    ID_NONE = 1, ID_FP16 = 2, ID_BF16 = 3, ID_INT8 = 4, ID_QSGD = 5, ID_TERNGRAD = 6,
+    ID_SIGN = 7, ID_ONEBIT = 8, ID_NATURAL = 9, ID_TOPK = 10, ID_RANDK = 11, ID_DGC = 12,
+    ID_POWERSGD = 13, ID_EG = 14, ID_TOPKQ = 15
+};
+#define BUCKET_FIELD 4   /* GC_Q_BUCKET_FIELD */
+#define Q_LANES 16       /* GC_Q_LANES */
+#define Q_CHUNK 2048     /* GC_Q_CHUNK */
+
+static inline size_t bucket_count(size_t n, size_t b) { return b ? (n + b - 1) / b : 0; }
+static inline size_t planes_stride(size_t len) { return (len + 7) / 8; }
+__host__ __device__ static inline size_t bucket_len(size_t n, size_t bucket, size_t b)
+{
+    size_t start = b * bucket;
+    return n - start < bucket ? n - start : bucket;
+}
+
+/* gc_kept_count (params.c): ceil(ratio * n), at least 1 when n > 0, at
+ * most n. */
+static inline size_t kept_count(size_t n, double ratio)
+{
+    if (n == 0) return 0;
+    double k = ceil(ratio * (double)n);
+    if (k < 1) return 1;
+    if (k >= (double)n) return n;
+    return (size_t)k;
+}
+
+static inline void put_u32(uint8_t *d, uint32_t v) { for (int i = 0; i < 4; i++) d[i] = (uint8_t)(v >> (8 * i)); }
+static inline void put_u64(uint8_t *d, uint64_t v) { for (int i = 0; i < 8; i++) d[i] = (uint8_t)(v >> (8 * i)); }
+static inline uint32_t get_u32(const uint8_t *s) { uint32_t v = 0; for (int i = 3; i >= 0; i--) v = (v << 8) | s[i]; return v; }
+
+/* ---- context and per-call scratch ----------------------------------------- */
+
+struct gcmpi_gpu_ctx {
+    int device;
+    cudaStream_t stream;
+    cudaMemPool_t pool;   /* ours, release threshold: keep everything */
+    unsigned *flag;       /* device word for decode errors */
+};
+
+/* Scratch from the pool, freed at the end of the call (stream order). */
+#define SCRATCH_SLOTS 16
+typedef struct scratch { void *p[SCRATCH_SLOTS]; unsigned used; } scratch;
+
+/* bytes (at least 4) of device memory for this call; NULL when the pool
+ * is out of memory or every slot is taken. */
+static inline void *scratch_get(gcmpi_gpu_ctx *ctx, scratch *s, size_t bytes)
+{
+    if (s->used == SCRATCH_SLOTS) return NULL;
+    void *p = NULL;
+    if (cudaMallocFromPoolAsync(&p, bytes ? bytes : 4, ctx->pool, ctx->stream) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return NULL;
+    }
+    s->p[s->used++] = p;
+    return p;
+}
+
+static inline void scratch_release(gcmpi_gpu_ctx *ctx, scratch *s)
+{
+    for (unsigned i = 0; i < s->used; i++) (void)cudaFreeAsync(s->p[i], ctx->stream);
+    s->used = 0;
+}
+
+/* Wait for the stream; GC_ERR_GENERIC when anything queued failed. */
+static inline size_t sync_status(gcmpi_gpu_ctx *ctx)
+{
+    cudaError_t e = cudaStreamSynchronize(ctx->stream);
+    if (e == cudaSuccess) e = cudaGetLastError();
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return GC_ERR(GENERIC);
+    }
+    return 0;
+}
+
+/* Copy bytes from the device to the host and wait (small results such as
+ * a count the host needs to go on). */
+static inline size_t fetch(gcmpi_gpu_ctx *ctx, void *host, const void *dev, size_t bytes)
+{
+    if (cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, ctx->stream) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return GC_ERR(GENERIC);
+    }
+    return sync_status(ctx);
+}
+
+/* A body in host memory copied to device scratch (NULL on failure). */
+static inline uint8_t *body_to_device(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body,
+                                      size_t len)
+{
+    uint8_t *d = (uint8_t *)scratch_get(ctx, s, len);
+    if (!d) return NULL;
+    if (len && cudaMemcpyAsync(d, body, len, cudaMemcpyHostToDevice, ctx->stream) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return NULL;
+    }
+    return d;
+}
+
+/* The context's decode error word: cleared before the kernels that may set
+ * it, then read: GC_ERR_CORRUPT when one did. */
+static inline size_t flag_clear(gcmpi_gpu_ctx *ctx)
+{
+    return cudaMemsetAsync(ctx->flag, 0, sizeof *ctx->flag, ctx->stream) == cudaSuccess
+               ? 0 : GC_ERR(GENERIC);
+}
+static inline size_t flag_result(gcmpi_gpu_ctx *ctx)
+{
+    unsigned bad = 0;
+    size_t r = fetch(ctx, &bad, ctx->flag, sizeof bad);
+    return !gc_is_error(r) && bad ? GC_ERR(CORRUPT) : r;
+}
+
+/* Blocks for a grid-stride kernel over n items (at least 1). */
+static inline unsigned blocks_for(size_t n, unsigned threads)
+{
+    size_t b = (n + threads - 1) / threads;
+    if (b > 65535u * 16u) b = 65535u * 16u;
+    return b ? (unsigned)b : 1u;
+}
+
+#define GPU_THREADS 256u
+
+#define GRID_STRIDE(i, n) \
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); \
+         i += (size_t)gridDim.x * blockDim.x)
+
+/* ---- float operations as the CPU rounds them ----------------------------- */
+
+__device__ static inline uint32_t fbits(float f) { return __float_as_uint(f); }
+__device__ static inline float bitsf(uint32_t u) { return __uint_as_float(u); }
+__device__ static inline bool is_nan(float f) { return (fbits(f) & 0x7FFFFFFFu) > 0x7F800000u; }
+
+__device__ static inline float x86_nan(float a, float b, float res)
+{
+    if (is_nan(a)) return bitsf(fbits(a) | 0x00400000u);
+    if (is_nan(b)) return bitsf(fbits(b) | 0x00400000u);
+    if (is_nan(res)) return bitsf(0xFFC00000u);
+    return res;
+}
+__device__ static inline float gx_add(float a, float b) { return x86_nan(a, b, __fadd_rn(a, b)); }
+__device__ static inline float gx_sub(float a, float b) { return x86_nan(a, b, __fsub_rn(a, b)); }
+__device__ static inline float gx_mul(float a, float b) { return x86_nan(a, b, __fmul_rn(a, b)); }
+__device__ static inline float gx_div(float a, float b) { return x86_nan(a, b, __fdiv_rn(a, b)); }
+/* |x| as the CPU's andps: on the bits, NaNs included. */
+__device__ static inline float gx_abs(float a) { return bitsf(fbits(a) & 0x7FFFFFFFu); }
+
+/* Little-endian stores at any byte offset (bodies pack fields unaligned). */
+__device__ static inline void st_u32(uint8_t *d, uint32_t v)
+{
+    d[0] = (uint8_t)v; d[1] = (uint8_t)(v >> 8); d[2] = (uint8_t)(v >> 16); d[3] = (uint8_t)(v >> 24);
+}
+__device__ static inline void st_f32(uint8_t *d, float f) { st_u32(d, fbits(f)); }
+__device__ static inline uint32_t ld_u32(const uint8_t *s)
+{
+    return (uint32_t)s[0] | (uint32_t)s[1] << 8 | (uint32_t)s[2] << 16 | (uint32_t)s[3] << 24;
+}
+__device__ static inline float ld_f32(const uint8_t *s) { return bitsf(ld_u32(s)); }
+
+/* gc_key32 (host) and gc_rand32 / gc_rand_unit (device): the counter-based
+ * random numbers of codec_impl.h, so stochastic codecs draw the CPU's
+ * numbers. */
+static inline uint32_t key32(uint64_t seed)
+{
+    uint64_t z = seed + 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return (uint32_t)(z ^ (z >> 31));
+}
+__device__ static inline uint32_t rand32(uint32_t key, uint32_t i)
+{
+    uint32_t x = i * 0x9E3779B1u ^ key;
+    x ^= x >> 16; x *= 0x85EBCA6Bu;
+    x ^= x >> 13; x *= 0xC2B2AE35u;
+    x ^= x >> 16;
+    return x;
+}
+__device__ static inline float rand_unit(uint32_t key, uint32_t i)
+{
+    return gx_mul((float)(rand32(key, i) >> 8), 0x1p-24f);
+}
+
+/* gc_round_even_small: nearest, ties to even, for |x| < 2^22. */
+__device__ static inline float round_even_small(float x)
+{
+    const float magic = 0x1.8p23f;
+    return gx_sub(gx_add(x, magic), magic);
+}
+
+/* gc_clamp_abs: |x| clamped to limit on the bits (NaN -> +-limit). */
+__device__ static inline float clamp_abs(float x, float limit)
+{
+    uint32_t b = fbits(x), a = b & 0x7FFFFFFFu, l = fbits(limit);
+    return bitsf((a < l ? a : l) | (b & 0x80000000u));
+}
+
+/* r = g + r (the CPU's "v = g + r into r" first pass), for any codec. */
+void gpu_accumulate(gcmpi_gpu_ctx *ctx, const float *g, float *r, size_t n);
+
+/* ---- one codec on the device ------------------------------------------------ */
+
+/* encode: v = g (+ r) into the device body[0..cap) (cap >= the codec's
+ * bound), r left as the CPU codec leaves it; returns body bytes or an
+ * error. Work may still be queued when it returns.
+ * decode_add: body[0..len) is in host memory (validated here, as the CPU
+ * codec validates it), acc[0..n) device memory; returns 0 or an error. */
+typedef struct gpu_codec {
+    unsigned id;
+    size_t (*encode)(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float *r, size_t n,
+                     const gc_params *p, uint64_t seed, uint8_t *body, size_t cap);
+    size_t (*decode_add)(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, size_t len,
+                         float *acc, size_t n);
+} gpu_codec;
+
+/* decode_add on the host: the CPU codec decodes the payload around body
+ * (body is always GC_HEADER_SIZE bytes into it) into a host buffer of -0.0f
+ * (-0 + d is d for every d, so the sum is bit for bit the CPU's), which is
+ * then added on the device. For the parts that stay sequential (qsgd's
+ * Elias stream, eg's Exp-Golomb stream). */
+size_t gpu_host_decode_add(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, size_t len,
+                           float *acc, size_t n);
+
+/* The table (gpu_codecs.cu): the entry for a codec id, or NULL. */
+const gpu_codec *gpu_codec_for(unsigned id);
+
+#endif /* GPU_INTERNAL_CUH */

@@ -1,0 +1,48 @@
+/* gpu_sparse.cuh — the sparse body of codecs/sparse_index.h (count, mode,
+ * delta-or-bitmap indices, float32 values) written on the device, and its
+ * decode_add. Used by topk, dgc (and the index section by topkq). */
+#ifndef GPU_SPARSE_CUH
+#define GPU_SPARSE_CUH
+
+#include "gpu_internal.cuh"
+
+#define SPARSE_HEAD 5u     /* GC_SPARSE_HEAD: u32 k, u8 mode */
+#define SPARSE_BLOCK 128u  /* GC_SPARSE_BLOCK */
+
+/* Upper bound of a sparse body sending at most kmax of n elements
+ * (gc_sparse_body_bound). */
+static inline size_t sparse_body_bound(size_t n, size_t kmax) { return SPARSE_HEAD + (n + 7) / 8 + 4 * kmax; }
+
+/* Head and index section for ascending idx[0..k) (device) at body, in
+ * the smaller coding (delta on ties), as gc_sparse_index_write. Waits for
+ * the section's size; returns its bytes (head included) or an error. */
+size_t gpu_sparse_index_write(gcmpi_gpu_ctx *ctx, scratch *s, const uint32_t *idx, size_t k,
+                              size_t n, uint8_t *body, size_t cap);
+
+/* The whole body, values v[idx[j]] after the indices; with r, r[idx] = 0
+ * (the values went out exactly), as gc_sparse_body_write. */
+size_t gpu_sparse_body_write(gcmpi_gpu_ctx *ctx, scratch *s, const uint32_t *idx, size_t k,
+                             const float *v, float *r, size_t n, uint8_t *body, size_t cap);
+
+/* decode_add of a sparse body in host memory: the indices are validated
+ * and decoded on the host (gcmpi_gpu_host_sparse_decode), then indices
+ * and values go to the device for one scatter-add kernel. */
+size_t gpu_sparse_decode_add(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, size_t len,
+                             float *acc, size_t n);
+
+/* gpu_host_sparse.c (plain C: it calls the codec library's sparse_index.c,
+ * whose header is C-only). */
+extern "C" {
+/* As gc_sparse_body_apply validates: the body is a sparse body of n
+ * elements whose values fill it exactly; *k = its count, *vals_off = the
+ * offset of its values, idx[0..k) (room for n) = its indices. Returns 0,
+ * GC_ERR_TRUNCATED or GC_ERR_CORRUPT. */
+size_t gcmpi_gpu_host_sparse_decode(const uint8_t *body, size_t len, size_t n, uint32_t *idx,
+                                    size_t *k, size_t *vals_off);
+/* The index section's bytes (head included) and its indices, as
+ * gc_sparse_index_open and gc_sparse_index_decode (topkq). */
+size_t gcmpi_gpu_host_index_decode(const uint8_t *body, size_t len, size_t n, uint32_t *idx,
+                                   size_t *k);
+}
+
+#endif
