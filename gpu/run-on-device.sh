@@ -1,6 +1,8 @@
 #!/bin/sh
 # run-on-device.sh — what a machine with an NVIDIA GPU runs: configure with
-# CUDA into build-device, build, run the 'gpu' test suite, and keep the logs.
+# CUDA into build-device, build, run the 'gpu' test suite, then the device
+# steps of gpu/device-steps/ (shim on device buffers, mpi4py on CUDA
+# tensors, training), and keep the logs and $OUT/summary.txt.
 #
 #   gpu/run-on-device.sh            from the repository root
 #   OUT=/some/dir gpu/run-on-device.sh   logs also copied under $OUT
@@ -59,4 +61,14 @@ if [ "$status" -eq 0 ] && grep -q "^Skipped: *[1-9]" "$LOGS/test.log"; then
     echo "gpu suite was skipped: no CUDA device seen" >&2
     status=1
 fi
+
+# Steps 2-4 (gpu/device-steps/): the shim's device path under mpirun, an
+# unmodified mpi4py program on CUDA tensors, and data-parallel training.
+# Each appends its lines to $LOGS/summary.txt.
+for step in step2_c_mpi step3_mpi4py step4_train; do
+    s=0
+    BUILD=$BUILD OUT=$LOGS sh "gpu/device-steps/$step.sh" || s=$?
+    [ "$s" -eq 0 ] || status=1
+done
+cat "$LOGS/summary.txt" 2>/dev/null || true
 exit "$status"
