@@ -1393,3 +1393,32 @@ Test(ef, auto_is_on_for_contractive_codecs_and_explicit_values_win)
     load_ok(off);
     cr_assert_eq(cfg.ef, 0);
 }
+
+/* ---- device buffers (pmpi/device.c) ------------------------------------------ */
+
+Test(device, cuda_awareness_is_auto_by_default_and_takes_0_or_1)
+{
+    load_ok(ENV(NULL));
+    cr_assert_eq(cfg.cuda_aware, -1);
+    cr_assert_str_eq(cfg.gpu_lib, "");
+    load_ok(ENV("GCMPI_CUDA_AWARE=1", "GCMPI_GPU_LIB=/opt/lib/libgcmpi_gpu.so"));
+    cr_assert_eq(cfg.cuda_aware, 1);
+    cr_assert_str_eq(cfg.gpu_lib, "/opt/lib/libgcmpi_gpu.so");
+    load_ok(ENV("GCMPI_CUDA_AWARE=0"));
+    cr_assert_eq(cfg.cuda_aware, 0);
+    load_ok(ENV("GCMPI_CUDA_AWARE=AUTO"));
+    cr_assert_eq(cfg.cuda_aware, -1);
+}
+
+Test(device, a_bad_cuda_awareness_names_the_variable_and_the_choices)
+{
+    load_fails_with(ENV("GCMPI_CUDA_AWARE=yes"),
+                    "libgcmpi: GCMPI_CUDA_AWARE=yes is not a CUDA-awareness setting; expected "
+                    "auto, 0 or 1");
+}
+
+Test(device, device_settings_are_per_rank_and_not_hashed)
+{
+    cr_assert_eq(hash_of(ENV("GCMPI_CUDA_AWARE=1")), hash_of(ENV("GCMPI_CUDA_AWARE=0")));
+    cr_assert_eq(hash_of(ENV("GCMPI_GPU_LIB=/a.so")), hash_of(ENV(NULL)));
+}
