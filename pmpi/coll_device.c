@@ -329,13 +329,21 @@ static int allgather_on_host(gcmpi_coll_ctx *ctx, const float *block, float *out
 
 /* ---- entry points --------------------------------------------------------- */
 
+/* The kernels read and write device memory only: a call with one buffer
+ * on the host goes through the host path (copies take either kind). */
+static int both_on_device(const void *a, const void *b)
+{
+    const gcmpi_gpu_table *g = gcmpi_device_gpu();
+    return g && g->is_device_pointer(a) && g->is_device_pointer(b);
+}
+
 int gcmpi_device_allreduce_compressed(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in,
                                       float *out, size_t count, gcmpi_ef_slot *ef)
 {
     if (algo == GCMPI_ALGO_AUTO) algo = gcmpi_coll_choose(ctx->cfg, count, ctx->size);
     gcmpi_device_stats *ds = gcmpi_device_stats_mut();
     if (count == 0 || !gcmpi_coll_supports(ctx->cfg->codec, algo) ||
-        !gcmpi_device_has_kernels(ctx->cfg, algo)) {
+        !gcmpi_device_has_kernels(ctx->cfg, algo) || !both_on_device(in, out)) {
         if (count) ds->compressed_host++;
         return count ? allreduce_on_host(ctx, algo, in, out, count, ef)
                      : gcmpi_allreduce_compressed(ctx, algo, in, out, count, ef);
@@ -358,7 +366,8 @@ int gcmpi_device_allgather_compressed(gcmpi_coll_ctx *ctx, const float *block, f
 {
     gcmpi_device_stats *ds = gcmpi_device_stats_mut();
     if (count == 0) return gcmpi_allgather_compressed(ctx, block, out, count, ef);
-    if (!gcmpi_device_has_kernels(ctx->cfg, GCMPI_ALGO_ALLGATHER)) {
+    if (!gcmpi_device_has_kernels(ctx->cfg, GCMPI_ALGO_ALLGATHER) ||
+        !both_on_device(block, out)) {
         ds->compressed_host++;
         return allgather_on_host(ctx, block, out, count, ef);
     }

@@ -8,7 +8,8 @@
  * is PROT_NONE outside emulated kernels and copies), loaded with dlopen as
  * an application loads CUDA; the program only touches it through that
  * library's copies. Checks, each on every rank:
- *   - float sums (sendbuf, then MPI_IN_PLACE three times on one buffer),
+ *   - float sums (sendbuf, then MPI_IN_PLACE three times on one buffer,
+ *     then a host sendbuf into a device recvbuf),
  *     float allgathers (sendbuf and MPI_IN_PLACE): relative L2 error of
  *     the result against the exact one at most BOUND (0: bit-exact), and
  *     every rank holds the same bytes;
@@ -142,6 +143,17 @@ int main(int argc, char **argv)
         close_enough(call ? "allreduce in place" : "allreduce", got, want, n, bound);
         same_on_all_ranks("allreduce: ranks differ", got, n * sizeof(float));
     }
+
+    /* ---- a host send buffer into a device receive buffer ---- */
+    for (size_t i = 0; i < n; i++) {
+        host[i] = value(rank, i, 4);
+        want[i] = 0.0f;
+        for (int r = 0; r < size; r++) want[i] += value(r, i, 4);
+    }
+    MPI_Allreduce(host, d_out, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    get(got, d_out, n * sizeof(float));
+    close_enough("allreduce host to device", got, want, n, bound);
+    same_on_all_ranks("allreduce host to device: ranks differ", got, n * sizeof(float));
 
     /* ---- float allgathers: blocks of m ---- */
     const size_t m = n / 2;
