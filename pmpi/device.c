@@ -17,14 +17,14 @@
 #include <unistd.h>
 
 static const gcmpi_config *dev_cfg;
-static int gpu_state;                 /* 0 not loaded, 1 loaded, -1 failed */
+static _Atomic int gpu_state;         /* 0 not loaded, 1 loaded, -1 failed */
 static char gpu_error[2 * GCMPI_PATH_LEN + 256]; /* why loading failed */
 static char gpu_path[GCMPI_PATH_LEN + 32];
 static void *gpu_handle;
 static gcmpi_gpu_table gpu;
 static gcmpi_gpu_ctx *gpu_ctx;
 static int ctx_tried;
-static unsigned long long seen_adds;
+static _Atomic unsigned long long seen_adds;
 static int aware = -2;                /* -2: not asked yet                */
 static gcmpi_device_stats dev_stats;
 static uint64_t ef_device_bytes;
@@ -83,6 +83,16 @@ static void choose_path(void)
     snprintf(gpu_path, sizeof gpu_path, "%s/../gpu/libgcmpi_gpu.so", dir);
 }
 
+/* Objects loaded since the last look? Lock-free: this is the whole cost
+ * of the device check for a host-only job. */
+static int loader_changed(void)
+{
+    unsigned long long adds = 0;
+    dl_iterate_phdr(first_object_adds, &adds);
+    return adds != seen_adds;
+}
+
+/* Under the lock. */
 static int cuda_appeared(void)
 {
     unsigned long long adds = 0;
@@ -148,6 +158,7 @@ static int is_user_pointer(const void *p)
 
 int gcmpi_device_any(const void *a, const void *b)
 {
+    if (gpu_state == 0 && !loader_changed()) return 0;
     gcmpi_device_lock();
     if (gpu_state == 0 && cuda_appeared()) {
         gpu_state = load_gpu() == 0 ? 1 : -1;
