@@ -11,15 +11,23 @@ build=$2
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# <cuda_runtime.h> is the emulation, wherever it is included from; kernel
+# launches (k_name<<<grid, block, shmem, stream>>>(args)) become EMU_LAUNCH
+# in the .cu files and in any shared .cuh headers beside them.
+mkdir -p "$work/inc"
+echo '#include "cuda_emu.h"' >"$work/inc/cuda_runtime.h"
+launch='s/\(k_[a-z0-9_]*\)<<<\(.*\)>>>(/EMU_LAUNCH(\1, \2, /'
+for h in "$root"/gpu/*.cuh; do
+    [ -e "$h" ] || continue
+    sed -e "$launch" "$h" >"$work/inc/$(basename "$h")"
+done
 objs=
 for cu in "$root"/gpu/*.cu; do
     name=$(basename "$cu" .cu)
-    sed -e 's|#include <cuda_runtime.h>|#include "cuda_emu.h"|' \
-        -e 's/\(k_[a-z0-9_]*\)<<<\(.*\)>>>(/EMU_LAUNCH(\1, \2, /' \
-        "$cu" >"$work/$name.cpp"
+    sed -e "$launch" "$cu" >"$work/$name.cpp"
     ${CXX:-g++} -std=c++20 -O1 -fPIC -fvisibility=hidden -ffp-contract=off -fno-exceptions \
         -DCUDA_EMU_PROTECT -Wall -Wextra -Werror -Wno-unused-parameter -Wno-unused-function \
-        -I"$root/tests/gpu/emu" -I"$root/gpu" -I"$root/codecs" \
+        -I"$work/inc" -I"$root/tests/gpu/emu" -I"$root/gpu" -I"$root/codecs" \
         -c "$work/$name.cpp" -o "$work/$name.o"
     objs="$objs $work/$name.o"
 done
