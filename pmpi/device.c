@@ -232,6 +232,7 @@ void *gcmpi_device_host_buffer(unsigned slot, size_t bytes)
     if (host_pool[slot].cap >= bytes && host_pool[slot].p) return host_pool[slot].p;
     size_t want = grown(host_pool[slot].cap, bytes);
     gpu.host_free(host_pool[slot].p);
+    dev_stats.pool_grows++;
     host_pool[slot].p = gpu.host_alloc(want);
     host_pool[slot].cap = host_pool[slot].p ? want : 0;
     return host_pool[slot].p;
@@ -244,6 +245,7 @@ void *gcmpi_device_buffer(unsigned slot, size_t bytes)
     if (dev_pool[slot].cap >= bytes && dev_pool[slot].p) return dev_pool[slot].p;
     size_t want = grown(dev_pool[slot].cap, bytes);
     if (dev_pool[slot].p) gpu.dealloc(ctx, dev_pool[slot].p);
+    dev_stats.pool_grows++;
     dev_pool[slot].p = gpu.alloc(ctx, want);
     dev_pool[slot].cap = dev_pool[slot].p ? want : 0;
     return dev_pool[slot].p;
@@ -309,12 +311,12 @@ void gcmpi_device_teardown(void)
 
 void gcmpi_device_stats_reduce(gcmpi_device_stats *sum, MPI_Comm comm)
 {
-    uint64_t mine[7] = {dev_stats.calls, dev_stats.compressed, dev_stats.compressed_host,
+    uint64_t mine[8] = {dev_stats.calls, dev_stats.compressed, dev_stats.compressed_host,
                         dev_stats.staged, dev_stats.staged_bytes, dev_stats.passed,
-                        dev_stats.residual_allocs};
-    uint64_t all[7] = {0};
+                        dev_stats.residual_allocs, dev_stats.pool_grows};
+    uint64_t all[8] = {0};
     double t[2] = {dev_stats.device_s, (double)dev_stats.residual_bytes_peak}, tall[2] = {0, 0};
-    PMPI_Reduce(mine, all, 7, MPI_UINT64_T, MPI_SUM, 0, comm);
+    PMPI_Reduce(mine, all, 8, MPI_UINT64_T, MPI_SUM, 0, comm);
     PMPI_Reduce(t, tall, 2, MPI_DOUBLE, MPI_SUM, 0, comm);
     memset(sum, 0, sizeof *sum);
     sum->calls = all[0];
@@ -324,6 +326,7 @@ void gcmpi_device_stats_reduce(gcmpi_device_stats *sum, MPI_Comm comm)
     sum->staged_bytes = all[4];
     sum->passed = all[5];
     sum->residual_allocs = all[6];
+    sum->pool_grows = all[7];
     sum->device_s = tall[0];
     sum->residual_bytes_peak = (uint64_t)tall[1];
 }

@@ -48,6 +48,8 @@ typedef struct gcmpi_device_stats {
     double   device_s;         /* seconds in GPU encode/decode/copies          */
     uint64_t residual_allocs;  /* error-feedback entries allocated on the device */
     uint64_t residual_bytes_peak; /* most device memory they held at once     */
+    uint64_t pool_grows;       /* page-locked or device pool buffers (re)allocated:
+                                  bounded, whatever the number of calls      */
 } gcmpi_device_stats;
 
 /* MPI_Init: remembers the configuration (GCMPI_GPU_LIB, GCMPI_CUDA_AWARE);

@@ -290,12 +290,12 @@ static void json_device(FILE *f, const gcmpi_device_stats *d)
     fprintf(f, ",\n  \"device\": {\"calls\": %llu, \"compressed\": %llu, "
                "\"compressed_host\": %llu, \"staged\": %llu, \"staged_bytes\": %llu, "
                "\"passed_cuda_aware\": %llu, \"residual_allocs\": %llu, "
-               "\"residual_bytes_peak\": %llu, \"device_s\": %.6g}",
+               "\"residual_bytes_peak\": %llu, \"pool_grows\": %llu, \"device_s\": %.6g}",
             (unsigned long long)d->calls, (unsigned long long)d->compressed,
             (unsigned long long)d->compressed_host, (unsigned long long)d->staged,
             (unsigned long long)d->staged_bytes, (unsigned long long)d->passed,
             (unsigned long long)d->residual_allocs, (unsigned long long)d->residual_bytes_peak,
-            d->device_s);
+            (unsigned long long)d->pool_grows, d->device_s);
 }
 
 static void print_device(const gcmpi_device_stats *d)

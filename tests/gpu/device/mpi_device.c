@@ -1,7 +1,7 @@
 /* mpi_device.c — an unmodified-style MPI program whose buffers are CUDA
  * device memory, run under mpirun with libgcmpi.so preloaded.
  *
- *   mpi_device MODE BOUND
+ *   mpi_device MODE BOUND [same [REPEATS]]
  *
  * The device memory comes from the GPU library named by GCMPI_GPU_LIB
  * (libgcmpi_gpu.so on a GPU, libgcmpi_gpu_emu.so in CI, whose device memory
@@ -9,7 +9,8 @@
  * an application loads CUDA; the program only touches it through that
  * library's copies. Checks, each on every rank:
  *   - float sums (sendbuf, then MPI_IN_PLACE three times on one buffer,
- *     then a host sendbuf into a device recvbuf),
+ *     REPEATS more in place (steady state: no result check), then a host
+ *     sendbuf into a device recvbuf),
  *     float allgathers (sendbuf and MPI_IN_PLACE): relative L2 error of
  *     the result against the exact one at most BOUND (0: bit-exact), and
  *     every rank holds the same bytes;
@@ -92,6 +93,7 @@ int main(int argc, char **argv)
     mode = argc > 1 ? argv[1] : "?";
     const double bound = argc > 2 ? atof(argv[2]) : 0.0;
     const int same = argc > 3 && strcmp(argv[3], "same") == 0;
+    const int repeats = argc > 4 ? atoi(argv[4]) : 0; /* extra in-place calls */
     const char *lib = getenv("GCMPI_GPU_LIB");
     void *h = dlopen(lib && *lib ? lib : "libgcmpi_gpu.so", RTLD_NOW | RTLD_LOCAL);
     if (!h) {
@@ -142,6 +144,13 @@ int main(int argc, char **argv)
             fail("allreduce: device result differs from the host one", 1, 0);
         close_enough(call ? "allreduce in place" : "allreduce", got, want, n, bound);
         same_on_all_ranks("allreduce: ranks differ", got, n * sizeof(float));
+    }
+
+    /* ---- steady state: the same in-place call again and again ---- */
+    for (int k = 0; k < repeats; k++) {
+        for (size_t i = 0; i < n; i++) host[i] = value(rank, i, 3);
+        put(d_in, host, n * sizeof(float));
+        MPI_Allreduce(MPI_IN_PLACE, d_in, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     }
 
     /* ---- a host send buffer into a device receive buffer ---- */
