@@ -474,7 +474,7 @@ static int allgather_run(gcmpi_comm_state *st, MPI_Comm comm, const void *sendbu
         rc = exact_allgather(copy, exact, count, st->dup);
         const float *got = recvbuf;
         if (rc == MPI_SUCCESS && on_dev) {
-            float *host = verify_buffer(st, 2, total);
+            float *host = verify_buffer(st, 0, total); /* copy is used up */
             rc = gcmpi_device_copy(host, recvbuf, total * sizeof(float), 0);
             got = host;
         }
