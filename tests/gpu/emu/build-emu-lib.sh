@@ -31,6 +31,14 @@ for cu in "$root"/gpu/*.cu; do
         -c "$work/$name.cpp" -o "$work/$name.o"
     objs="$objs $work/$name.o"
 done
+# Host-side C helpers of the GPU library, if any.
+for c in "$root"/gpu/*.c; do
+    [ -e "$c" ] || continue
+    o=$work/$(basename "${c%.c}")_c.o
+    ${CC:-cc} -std=c11 -O1 -fPIC -fvisibility=hidden -Wall -Wextra -Werror -I"$root/gpu" \
+        -I"$root/codecs" -c "$c" -o "$o"
+    objs="$objs $o"
+done
 # shellcheck disable=SC2086
 ${CXX:-g++} -shared -o "$out.tmp" $objs "$build/codecs/libgcmpi_codec_pic.a" \
     -Wl,--exclude-libs,ALL -lzstd -lm -pthread
