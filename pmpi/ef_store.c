@@ -62,18 +62,23 @@ static gcmpi_ef_entry *lru_oldest, *lru_newest;
 typedef struct dev_garbage { float *p; size_t bytes; struct dev_garbage *next; } dev_garbage;
 static dev_garbage *garbage;
 
-static void collect_garbage(void)
+static void free_garbage(dev_garbage *g)
 {
-    pthread_mutex_lock(&ef_lock);
-    dev_garbage *g = garbage;
-    garbage = NULL;
-    pthread_mutex_unlock(&ef_lock);
     while (g) {
         dev_garbage *next = g->next;
         gcmpi_device_free(g->p, g->bytes);
         free(g);
         g = next;
     }
+}
+
+static void collect_garbage(void)
+{
+    pthread_mutex_lock(&ef_lock);
+    dev_garbage *g = garbage;
+    garbage = NULL;
+    pthread_mutex_unlock(&ef_lock);
+    free_garbage(g);
 }
 
 /* Caller holds ef_lock. Frees the host part now and the device part later;
@@ -312,6 +317,12 @@ static gcmpi_ef_entry *acquire_locked(gcmpi_ef_store *s, const gcmpi_ef_key *key
     }
     e = memset(mem, 0, host_bytes);
     if (dev_bytes) {
+        /* Device memory of entries evicted just now goes back first, so
+         * device memory stays within the bound too. Safe under ef_lock:
+         * device-space callers hold the device lock (ef_store.h). */
+        dev_garbage *g = garbage;
+        garbage = NULL;
+        free_garbage(g);
         e->dev = gcmpi_device_alloc_zeroed(dev_bytes);
         e->dev_bytes = dev_bytes;
         if (!e->dev) {
