@@ -661,6 +661,25 @@ static int judge_adapt_values(const judge *j, gcmpi_config *c)
 
 #define ALGO_EXPECT "auto, rule, allgather, rsag, native, hier, sparse_rd or passthrough"
 
+/* GCMPI_CUDA_AWARE and GCMPI_GPU_LIB (pmpi/device.c). The library path
+ * is checked when a device buffer is first seen, not here: host-only jobs
+ * never load it. */
+static int get_device(const judge *j, gcmpi_config *c)
+{
+    static const char *const aware[] = {"auto", "0", "1", NULL};
+    int a = 0;
+    if (!get_keyword(j, CFG_CUDA_AWARE, aware, "a CUDA-awareness setting", "auto, 0 or 1", &a))
+        return 0;
+    c->cuda_aware = a - 1;
+    const char *lib = raw(j, CFG_GPU_LIB);
+    if (!lib) return 1;
+    if (strlen(lib) >= sizeof c->gpu_lib)
+        return bad(j, CFG_GPU_LIB, "is too long; expected a path of at most %zu characters",
+                   sizeof c->gpu_lib - 1);
+    memcpy(c->gpu_lib, lib, strlen(lib) + 1);
+    return 1;
+}
+
 static int judge_values(const judge *j, gcmpi_config *c)
 {
     static const char *const codings[] = {"fixed", "elias", NULL};
@@ -719,6 +738,7 @@ static int judge_values(const judge *j, gcmpi_config *c)
     if (!get_bool(j, CFG_VERIFY, &c->verify)) return 0;
     if (!get_verbose(j, &c->verbose)) return 0;
     if (!judge_adapt_values(j, c)) return 0;
+    if (!get_device(j, c)) return 0;
     memcpy(c->source, j->src->path, sizeof c->source);
     return 1;
 }
@@ -926,6 +946,7 @@ void gcmpi_config_defaults(gcmpi_config *cfg)
     cfg->seed = 42;
     cfg->comm = GCMPI_COMM_WORLD_ONLY;
     cfg->verbose = 0;
+    cfg->cuda_aware = -1;
     gc_adapt_config_default(&cfg->adapt);
 }
 

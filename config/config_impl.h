@@ -144,6 +144,12 @@
     X(VAR_TARGET, "GCMPI_VAR_TARGET", "number", "0.02", "(0, 1)",                              \
       "variance with topkq: each bucket gets the smallest width whose relative quantisation "  \
       "error (squared) stays below this")                                                      \
+    X(CUDA_AWARE, "GCMPI_CUDA_AWARE", "keyword", "auto", "auto, 0, 1",                         \
+      "device buffers of calls that are not compressed: 1 hands them to MPI as they are, 0 "   \
+      "stages them through pinned host memory, auto asks MPIX_Query_cuda_support")             \
+    X(GPU_LIB, "GCMPI_GPU_LIB", "path", "", "a loadable libgcmpi_gpu.so",                      \
+      "GPU library loaded once CUDA is in the process; empty = libgcmpi_gpu.so beside "        \
+      "libgcmpi.so")                                                                           \
     X(CONFIG, "GCMPI_CONFIG", "path", "", "a readable file",                                   \
       "file of GCMPI_NAME=VALUE lines read first; the environment wins")
 

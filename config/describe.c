@@ -267,6 +267,9 @@ size_t gcmpi_config_describe(const gcmpi_config *cfg, char *buf, size_t len)
         put(&w, "%s%u", i ? "," : "", a->var.widths[i]);
     put(&w, "\n");
     put_double(&w, n[CFG_VAR_TARGET], a->var.target);
+    put(&w, "%s=%s\n", n[CFG_CUDA_AWARE],
+        cfg->cuda_aware < 0 ? "auto" : cfg->cuda_aware ? "1" : "0");
+    put(&w, "%s=%s\n", n[CFG_GPU_LIB], cfg->gpu_lib);
     put(&w, "%s=%s\n", n[CFG_CONFIG], cfg->source);
     return w.total;
 }

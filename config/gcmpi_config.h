@@ -77,6 +77,9 @@ typedef struct gcmpi_config {
                                          GCMPI_VAR_* parameters; GCMPI_RATIO=auto with
                                          GCMPI_RATIO_BUDGET/_MIN/_MAX (params.ratio then
                                          holds the starting ratio, GCMPI_RATIO_MAX) */
+    int cuda_aware;                   /* GCMPI_CUDA_AWARE: -1 auto, 0 stage, 1 pass device
+                                         pointers to MPI (per rank: not hashed) */
+    char gpu_lib[GCMPI_PATH_LEN];     /* GCMPI_GPU_LIB, "" = beside libgcmpi.so */
     char source[GCMPI_PATH_LEN];      /* GCMPI_CONFIG file read, "" = none */
 } gcmpi_config;
 

@@ -96,6 +96,19 @@ GCMPI_GPU_API size_t gcmpi_gpu_encode(gcmpi_gpu_ctx *ctx, const gc_codec *c,
 GCMPI_GPU_API size_t gcmpi_gpu_decode_add(gcmpi_gpu_ctx *ctx, const void *src, size_t len,
                                           float *acc, size_t n);
 
+/* ---- staging for the shim (gpu/gpu_staging.cu) ----------------------------
+ * What pmpi/device.c needs besides the codecs: page-locked host memory for
+ * payloads and staged buffers (allocated once and reused by the shim's
+ * pools), and zeroing of device memory (fresh residuals, accumulators). */
+
+/* Page-locked host memory (cudaHostAlloc), NULL on failure; its release. */
+GCMPI_GPU_API void *gcmpi_gpu_host_alloc(size_t bytes);
+GCMPI_GPU_API void gcmpi_gpu_host_free(void *p);
+
+/* bytes of device memory at p set to zero, queued on the context's stream
+ * and waited for. Returns 0 or an error. */
+GCMPI_GPU_API size_t gcmpi_gpu_zero(gcmpi_gpu_ctx *ctx, void *p, size_t bytes);
+
 #ifdef __cplusplus
 }
 #endif

@@ -7,8 +7,11 @@
 #
 #   0  configure with CUDA into build-device and build
 #   1  GPU vs CPU byte for byte, every codec (the 'gpu' test suite)
-#   2-4  hooks for the device-shim work (staging, MPI on device buffers);
-#        each prints "not run" until filled in
+#   2  a 2-rank mpirun of a C program on device buffers (gpu/device-steps/)
+#   3  an unmodified mpi4py program on PyTorch CUDA tensors, without and
+#      with libgcmpi
+#   4  data-parallel PyTorch training on CUDA, 2 ranks sharing the GPU,
+#      with and without compression
 #   5  benchmark table: gcmpi-codec-bench --device cuda (every codec against
 #      a device-to-device copy) and, where torch is installed,
 #      bench/gpu_vs_torch.py
@@ -76,11 +79,14 @@ step1_codecs() {
     fi
 }
 
-# Steps 2-4 belong to the device-shim work (staging pool, the shim on
-# device buffers under mpirun); each replaces its body here.
-step2_hook() { summary 2 SKIP "not run (hook for the device-shim step)"; }
-step3_hook() { summary 3 SKIP "not run (hook for the device-shim step)"; }
-step4_hook() { summary 4 SKIP "not run (hook for the device-shim step)"; }
+# Steps 2-4 (gpu/device-steps/): the shim's device path under mpirun, an
+# unmodified mpi4py program on CUDA tensors, and data-parallel training.
+# Each appends its own lines to summary.txt.
+device_step() {
+    s=0
+    BUILD=$BUILD OUT=$LOGS sh "gpu/device-steps/$2.sh" || s=$?
+    [ "$s" -eq 0 ] || summary "$1" FAIL "gpu/device-steps/$2.sh exited $s (see its lines above and step$1-*.log)"
+}
 
 step5_bench() {
     bench=$BUILD/bench/gcmpi-codec-bench
@@ -103,9 +109,9 @@ step5_bench() {
 
 if step0_build; then
     step1_codecs
-    step2_hook
-    step3_hook
-    step4_hook
+    device_step 2 step2_c_mpi
+    device_step 3 step3_mpi4py
+    device_step 4 step4_train
     step5_bench
 fi
 exit "$failed"

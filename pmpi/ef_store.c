@@ -4,6 +4,8 @@
  * compressed call (acquire, release), never on a pass-through. */
 #include "ef_store.h"
 
+#include "device.h"
+
 #include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -18,6 +20,9 @@ struct gcmpi_ef_entry {
     size_t residual_floats, server_floats, state_floats;
     size_t adapt_bytes;             /* the adaptive block after the floats */
     int pinned;                     /* in use by a call: not evictable    */
+    float *dev;                     /* GCMPI_EF_DEVICE: residual, server and
+                                       state in device memory (dev_bytes)  */
+    size_t dev_bytes;
     float data[];                   /* residual, then server, then state,
                                        then the adaptive block (64-byte
                                        aligned)                           */
@@ -50,6 +55,50 @@ static pthread_mutex_t ef_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t ef_limit;
 static uint64_t ef_used;
 static gcmpi_ef_entry *lru_oldest, *lru_newest;
+
+/* Device memory of dropped entries, freed once ef_lock is released: the
+ * device path takes its own lock before this one, so freeing under ef_lock
+ * could deadlock against it. */
+typedef struct dev_garbage { float *p; size_t bytes; struct dev_garbage *next; } dev_garbage;
+static dev_garbage *garbage;
+
+static void free_garbage(dev_garbage *g)
+{
+    while (g) {
+        dev_garbage *next = g->next;
+        gcmpi_device_free(g->p, g->bytes);
+        free(g);
+        g = next;
+    }
+}
+
+static void collect_garbage(void)
+{
+    pthread_mutex_lock(&ef_lock);
+    dev_garbage *g = garbage;
+    garbage = NULL;
+    pthread_mutex_unlock(&ef_lock);
+    free_garbage(g);
+}
+
+/* Caller holds ef_lock. Frees the host part now and the device part later;
+ * when even the list node cannot be allocated the device memory is freed
+ * now (rare: out of host memory). */
+static void entry_free(gcmpi_ef_entry *e)
+{
+    if (e->dev) {
+        dev_garbage *g = malloc(sizeof *g);
+        if (g) {
+            g->p = e->dev;
+            g->bytes = e->dev_bytes;
+            g->next = garbage;
+            garbage = g;
+        } else {
+            gcmpi_device_free(e->dev, e->dev_bytes);
+        }
+    }
+    free(e);
+}
 
 void gcmpi_ef_set_limit(uint64_t max_bytes)
 {
@@ -162,7 +211,7 @@ static void entry_drop(gcmpi_ef_entry *e)
     table_remove(e);
     lru_unlink(e);
     ef_used -= e->bytes;
-    free(e);
+    entry_free(e);
 }
 
 /* Evicts the least recently used entry no call is using; 0 if none. */
@@ -180,9 +229,10 @@ static int evict_one(void)
 static void slot_fill(gcmpi_ef_slot *slot, gcmpi_ef_entry *e, int fresh)
 {
     const size_t floats = e->residual_floats + e->server_floats + e->state_floats;
-    slot->residual = e->residual_floats ? e->data : NULL;
-    slot->server = e->server_floats ? e->data + e->residual_floats : NULL;
-    slot->state = e->state_floats ? e->data + e->residual_floats + e->server_floats : NULL;
+    float *f = e->dev ? e->dev : e->data;
+    slot->residual = e->residual_floats ? f : NULL;
+    slot->server = e->server_floats ? f + e->residual_floats : NULL;
+    slot->state = e->state_floats ? f + e->residual_floats + e->server_floats : NULL;
     slot->adapt = e->adapt_bytes ? (char *)e + adapt_offset(floats) : NULL;
     slot->fresh = fresh;
     slot->adapt_fresh = fresh;
@@ -191,6 +241,31 @@ static void slot_fill(gcmpi_ef_slot *slot, gcmpi_ef_entry *e, int fresh)
 gcmpi_ef_entry *gcmpi_ef_acquire(gcmpi_ef_store *s, const gcmpi_ef_key *key,
                                  size_t residual_floats, size_t server_floats,
                                  size_t state_floats, size_t adapt_bytes, gcmpi_ef_slot *slot)
+{
+    return gcmpi_ef_acquire_in(s, key, GCMPI_EF_HOST, residual_floats, server_floats,
+                               state_floats, adapt_bytes, slot);
+}
+
+static gcmpi_ef_entry *acquire_locked(gcmpi_ef_store *s, const gcmpi_ef_key *key,
+                                      gcmpi_ef_space space, size_t residual_floats,
+                                      size_t server_floats, size_t state_floats,
+                                      size_t adapt_bytes, gcmpi_ef_slot *slot);
+
+gcmpi_ef_entry *gcmpi_ef_acquire_in(gcmpi_ef_store *s, const gcmpi_ef_key *key,
+                                    gcmpi_ef_space space, size_t residual_floats,
+                                    size_t server_floats, size_t state_floats,
+                                    size_t adapt_bytes, gcmpi_ef_slot *slot)
+{
+    gcmpi_ef_entry *e = acquire_locked(s, key, space, residual_floats, server_floats,
+                                       state_floats, adapt_bytes, slot);
+    collect_garbage();
+    return e;
+}
+
+static gcmpi_ef_entry *acquire_locked(gcmpi_ef_store *s, const gcmpi_ef_key *key,
+                                      gcmpi_ef_space space, size_t residual_floats,
+                                      size_t server_floats, size_t state_floats,
+                                      size_t adapt_bytes, gcmpi_ef_slot *slot)
 {
     memset(slot, 0, sizeof *slot);
     slot->fresh = 1;
@@ -201,7 +276,8 @@ gcmpi_ef_entry *gcmpi_ef_acquire(gcmpi_ef_store *s, const gcmpi_ef_key *key,
     gcmpi_ef_entry *e = *bucket_of(s, key);
     while (e && !key_equal(&e->key, key)) e = e->chain;
     if (e && e->residual_floats == residual_floats && e->server_floats == server_floats &&
-        e->state_floats == state_floats && e->adapt_bytes == adapt_bytes) {
+        e->state_floats == state_floats && e->adapt_bytes == adapt_bytes &&
+        (e->dev != NULL) == (space == GCMPI_EF_DEVICE)) {
         counts->reused++;
         lru_unlink(e);
         lru_push_newest(e);
@@ -213,13 +289,17 @@ gcmpi_ef_entry *gcmpi_ef_acquire(gcmpi_ef_store *s, const gcmpi_ef_key *key,
     if (e) entry_drop(e); /* same key, other shape: cannot be continued */
     counts->missed++;
 
-    const size_t floats = residual_floats + server_floats + state_floats;
+    const size_t all_floats = residual_floats + server_floats + state_floats;
+    /* On the device, the floats live in device memory and the host entry
+     * keeps only the header and the adaptive block. */
+    const size_t floats = space == GCMPI_EF_DEVICE ? 0 : all_floats;
+    const size_t dev_bytes = space == GCMPI_EF_DEVICE ? all_floats * sizeof(float) : 0;
     const size_t room = (SIZE_MAX / 2 - sizeof(gcmpi_ef_entry)) / sizeof(float);
-    if (floats > room || adapt_bytes > SIZE_MAX / 4) {
+    if (all_floats > room || adapt_bytes > SIZE_MAX / 4) {
         pthread_mutex_unlock(&ef_lock);
         return NULL;
     }
-    const uint64_t bytes = adapt_offset(floats) + align_up(adapt_bytes);
+    const uint64_t bytes = adapt_offset(floats) + align_up(adapt_bytes) + dev_bytes;
     if (bytes > ef_limit) {
         pthread_mutex_unlock(&ef_lock);
         return NULL;
@@ -229,12 +309,28 @@ gcmpi_ef_entry *gcmpi_ef_acquire(gcmpi_ef_store *s, const gcmpi_ef_key *key,
         pthread_mutex_unlock(&ef_lock);
         return NULL;
     }
+    const size_t host_bytes = (size_t)bytes - dev_bytes;
     void *mem = NULL;
-    if (posix_memalign(&mem, ENTRY_ALIGN, (size_t)bytes) != 0) {
+    if (posix_memalign(&mem, ENTRY_ALIGN, host_bytes) != 0) {
         pthread_mutex_unlock(&ef_lock);
         return NULL;
     }
-    e = memset(mem, 0, (size_t)bytes);
+    e = memset(mem, 0, host_bytes);
+    if (dev_bytes) {
+        /* Device memory of entries evicted just now goes back first, so
+         * device memory stays within the bound too. Safe under ef_lock:
+         * device-space callers hold the device lock (ef_store.h). */
+        dev_garbage *g = garbage;
+        garbage = NULL;
+        free_garbage(g);
+        e->dev = gcmpi_device_alloc_zeroed(dev_bytes);
+        e->dev_bytes = dev_bytes;
+        if (!e->dev) {
+            free(mem);
+            pthread_mutex_unlock(&ef_lock);
+            return NULL;
+        }
+    }
     e->key = *key;
     e->owner = s;
     e->bytes = (size_t)bytes;
@@ -282,11 +378,12 @@ void gcmpi_ef_store_free(gcmpi_ef_store *s)
             gcmpi_ef_entry *next = e->chain;
             lru_unlink(e);
             ef_used -= e->bytes;
-            free(e);
+            entry_free(e);
             e = next;
         }
     }
     pthread_mutex_unlock(&ef_lock);
     free(s->buckets);
     free(s);
+    collect_garbage();
 }

@@ -64,6 +64,17 @@ gcmpi_ef_entry *gcmpi_ef_acquire(gcmpi_ef_store *store, const gcmpi_ef_key *key,
                                  gcmpi_ef_slot *slot);
 void gcmpi_ef_release(gcmpi_ef_entry *entry);
 
+/* Where an entry's floats (residual, server, state) live. Device entries
+ * (calls on CUDA buffers, pmpi/device.h) hold them in device memory under
+ * the same keys and the same bound; the adaptive block stays on the host.
+ * A key found in the other space is dropped and started afresh. Callers
+ * asking for GCMPI_EF_DEVICE hold the device lock (pmpi/device.h). */
+typedef enum gcmpi_ef_space { GCMPI_EF_HOST = 0, GCMPI_EF_DEVICE } gcmpi_ef_space;
+gcmpi_ef_entry *gcmpi_ef_acquire_in(gcmpi_ef_store *store, const gcmpi_ef_key *key,
+                                    gcmpi_ef_space space, size_t residual_floats,
+                                    size_t server_floats, size_t state_floats,
+                                    size_t adapt_bytes, gcmpi_ef_slot *slot);
+
 /* Counters of the store for one kind (evictions of its entries included). */
 gcmpi_ef_counts gcmpi_ef_store_counts(const gcmpi_ef_store *store, gcmpi_kind kind);
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "auto_report.h"
+#include "device.h"
 #include "stats.h"
 #include "timeline.h"
 
@@ -394,9 +395,35 @@ static void json_passed_by(FILE *f, const gcmpi_stats_row *r)
     fprintf(f, "}}");
 }
 
+/* Calls on CUDA device buffers (device.h), summed over ranks. */
+static void json_device(FILE *f, const gcmpi_device_stats *d)
+{
+    fprintf(f, ",\n  \"device\": {\"calls\": %llu, \"compressed\": %llu, "
+               "\"compressed_host\": %llu, \"staged\": %llu, \"staged_bytes\": %llu, "
+               "\"passed_cuda_aware\": %llu, \"residual_allocs\": %llu, "
+               "\"residual_bytes_peak\": %llu, \"pool_grows\": %llu, \"device_s\": %.6g}",
+            (unsigned long long)d->calls, (unsigned long long)d->compressed,
+            (unsigned long long)d->compressed_host, (unsigned long long)d->staged,
+            (unsigned long long)d->staged_bytes, (unsigned long long)d->passed,
+            (unsigned long long)d->residual_allocs, (unsigned long long)d->residual_bytes_peak,
+            (unsigned long long)d->pool_grows, d->device_s);
+}
+
+static void print_device(const gcmpi_device_stats *d)
+{
+    if (!d->calls) return;
+    fprintf(stderr,
+            "libgcmpi: device buffers: %llu calls: %llu on the GPU, %llu on the host,\n"
+            "libgcmpi:   %llu staged (%.2f MB), %llu to CUDA-aware MPI; %.4f s device work\n",
+            (unsigned long long)d->calls, (unsigned long long)d->compressed,
+            (unsigned long long)d->compressed_host, (unsigned long long)d->staged,
+            (double)d->staged_bytes / 1e6, (unsigned long long)d->passed, d->device_s);
+}
+
 static int write_json(const char *path, const gcmpi_config *cfg, const char *mpi_version,
                       int nranks, const gcmpi_stats_row *rows, size_t n, uint64_t other,
-                      char (*warnings)[WARNING_LEN], size_t n_warnings)
+                      char (*warnings)[WARNING_LEN], size_t n_warnings,
+                      const gcmpi_device_stats *dev)
 {
     char tmp[GCMPI_PATH_LEN + 32];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
@@ -414,6 +441,7 @@ static int write_json(const char *path, const gcmpi_config *cfg, const char *mpi
     fprintf(f, ",\n  \"ranks\": %d,\n  \"config_hash\": \"%016llx\",\n  \"config\": ", nranks,
             (unsigned long long)gcmpi_config_hash(cfg));
     json_config(f, cfg);
+    json_device(f, dev);
     fprintf(f, ",\n  \"calls_not_float_sum\": %llu,\n  \"collectives\": [",
             (unsigned long long)other);
     for (size_t i = 0; i < n; i++) {
@@ -470,7 +498,7 @@ static int write_json(const char *path, const gcmpi_config *cfg, const char *mpi
 
 /* Rank 0: merge, print, write. */
 static void publish(const gcmpi_config *cfg, int nranks, gcmpi_stats_row *all, size_t n_all,
-                    uint64_t other)
+                    uint64_t other, const gcmpi_device_stats *dev)
 {
     char mpi_version[MPI_MAX_LIBRARY_VERSION_STRING] = "";
     int len = 0;
@@ -491,12 +519,13 @@ static void publish(const gcmpi_config *cfg, int nranks, gcmpi_stats_row *all, s
     if (cfg->stats_stderr) {
         print_table(cfg, mpi_version, nranks, rows, n, other);
         print_adaptive(cfg, rows, n);
-        gcmpi_auto_report_print(stderr);
+        if (cfg->verbose >= 1) gcmpi_auto_report_print(stderr); /* keeps the default report short */
+        print_device(dev);
     }
     for (size_t i = 0; i < n_warnings; i++) fprintf(stderr, "libgcmpi: %s\n", warnings[i]);
     if (cfg->stats_json[0] &&
         write_json(cfg->stats_json, cfg, mpi_version, nranks, rows, n, other, warnings,
-                   n_warnings) != 0)
+                   n_warnings, dev) != 0)
         fprintf(stderr, "libgcmpi: could not write the statistics to GCMPI_STATS file %s\n",
                 cfg->stats_json);
     free(warnings);
@@ -513,6 +542,8 @@ void gcmpi_report_finalize(const gcmpi_config *cfg, MPI_Comm comm)
     const gcmpi_stats_row *rows = gcmpi_stats_table(&n_rows);
     uint64_t other = gcmpi_stats_other(), other_sum = 0;
     PMPI_Reduce(&other, &other_sum, 1, MPI_UINT64_T, MPI_SUM, 0, comm);
+    gcmpi_device_stats dev;
+    gcmpi_device_stats_reduce(&dev, comm);
 
     int my_bytes = (int)(n_rows * sizeof(gcmpi_stats_row));
     int *bytes = NULL, *displs = NULL;
@@ -537,7 +568,8 @@ void gcmpi_report_finalize(const gcmpi_config *cfg, MPI_Comm comm)
     PMPI_Bcast(&ok, 1, MPI_INT, 0, comm);
     if (ok) {
         PMPI_Gatherv(rows, my_bytes, MPI_BYTE, all, bytes, displs, MPI_BYTE, 0, comm);
-        if (rank == 0) publish(cfg, nranks, all, total / sizeof(gcmpi_stats_row), other_sum);
+        if (rank == 0)
+            publish(cfg, nranks, all, total / sizeof(gcmpi_stats_row), other_sum, &dev);
     } else if (rank == 0) {
         fprintf(stderr, "libgcmpi: out of memory; no statistics report\n");
     }

@@ -16,7 +16,10 @@
 
 #include "adapt_call.h"
 #include "coll.h"
+#include "coll_device.h"
 #include "comm_state.h"
+#include "device.h"
+#include "device_stage.h"
 #include "ef_store.h"
 #include "eligible.h"
 #include "gcmpi_config.h"
@@ -122,6 +125,7 @@ static void start(int thread_level)
         gcmpi_eligible_accept_as_float(MPI_REAL);
     gcmpi_config_for_allgather(&cfg, &ag_cfg);
     gcmpi_ef_set_limit(cfg.ef_max_bytes);
+    gcmpi_device_setup(&cfg);
     if (gcmpi_comm_state_setup(&cfg) != MPI_SUCCESS ||
         PMPI_Comm_dup(MPI_COMM_WORLD, &world) != MPI_SUCCESS) {
         fprintf(stderr, "libgcmpi: rank %d: MPI refused a keyval or a communicator at "
@@ -169,6 +173,7 @@ GCMPI_EXPORT int MPI_Finalize(void)
          * their delete callbacks when freeing the duplicates is too late. */
         gcmpi_comm_state_teardown();
         gcmpi_report_finalize(&cfg, world);
+        gcmpi_device_teardown();
         gcmpi_stats_clear();
         gcmpi_timeline_clear();
         PMPI_Comm_free(&world);
@@ -274,7 +279,7 @@ static gcmpi_coll_ctx context_of(gcmpi_comm_state *st, gcmpi_call_stats *cs)
 /* The key's slot: residuals when error feedback is on, the adaptive block
  * when the layer is (count floats of the first allreduce key). */
 static gcmpi_ef_entry *residual_of(gcmpi_comm_state *st, const gcmpi_ef_key *key,
-                                   gcmpi_algo algo, gcmpi_ef_slot *slot)
+                                   gcmpi_algo algo, gcmpi_ef_slot *slot, int on_dev)
 {
     const int allreduce = key->kind == GCMPI_KIND_ALLREDUCE;
     const gcmpi_config *c = allreduce ? &cfg : &ag_cfg;
@@ -290,8 +295,9 @@ static gcmpi_ef_entry *residual_of(gcmpi_comm_state *st, const gcmpi_ef_key *key
         gcmpi_coll_slot_sizes(c, algo, key->count, st->size, &server, &state);
         if (allreduce) momentum = gcmpi_coll_momentum_floats(c, key->count);
     }
-    gcmpi_ef_entry *e = gcmpi_ef_acquire(st->ef, key, residuals ? key->count : 0, server,
-                                         state + momentum, adapt, slot);
+    gcmpi_ef_entry *e = gcmpi_ef_acquire_in(st->ef, key, on_dev ? GCMPI_EF_DEVICE : GCMPI_EF_HOST,
+                                            residuals ? key->count : 0, server, state + momentum,
+                                            adapt, slot);
     gcmpi_coll_slot_split(slot, state, momentum);
     return e;
 }
@@ -382,8 +388,17 @@ static void timeline_add(gcmpi_comm_state *st, const gc_params *used,
  * get a per-call copy of the configuration holding this call's agreed
  * parameters; the algorithm pick does not depend on them (coll_choose.c). */
 static int allreduce_run(gcmpi_comm_state *st, MPI_Comm comm, const void *sendbuf,
-                         void *recvbuf, size_t count)
+                         void *recvbuf, size_t count, int on_dev)
 {
+    /* The adaptive layer reads statistics of the gradient on the host; on
+     * device buffers it is refused rather than silently skipped. */
+    if (on_dev && gc_adapt_active(&cfg.adapt) && count > 0) {
+        fprintf(stderr, "libgcmpi: rank %d: GCMPI_ADAPT is not supported on CUDA device "
+                        "buffers (MPI_Allreduce on %s); unset GCMPI_ADAPT for GPU jobs\n",
+                st->rank, st->label);
+        PMPI_Comm_call_errhandler(comm, MPI_ERR_UNSUPPORTED_OPERATION);
+        return MPI_ERR_UNSUPPORTED_OPERATION;
+    }
     inside = 1;
     int in_place = sendbuf == MPI_IN_PLACE;
     const float *in = in_place ? recvbuf : sendbuf;
@@ -395,11 +410,12 @@ static int allreduce_run(gcmpi_comm_state *st, MPI_Comm comm, const void *sendbu
     gcmpi_ef_key key = {in_place ? NULL : sendbuf, recvbuf, count, GCMPI_KIND_ALLREDUCE,
                         algo == GCMPI_ALGO_HIER};
     gcmpi_ef_slot slot;
-    gcmpi_ef_entry *entry = residual_of(st, &key, algo, &slot);
+    gcmpi_ef_entry *entry = residual_of(st, &key, algo, &slot, on_dev);
     float *exact = NULL;
     if (cfg.verify) {
         exact = verify_buffer(st, 0, count);
-        if (count) memcpy(exact, in, count * sizeof(float));
+        if (count && on_dev) gcmpi_device_copy(exact, in, count * sizeof(float), 0);
+        else if (count) memcpy(exact, in, count * sizeof(float));
     }
 
     /* count is the same on every rank: all adapt, or none does. Only then
@@ -429,7 +445,10 @@ static int allreduce_run(gcmpi_comm_state *st, MPI_Comm comm, const void *sendbu
 
     if (cfg.verbose >= 3) trace_call(st, GCMPI_KIND_ALLREDUCE, count, algo, &slot, used);
 
-    if (rc == MPI_SUCCESS) rc = gcmpi_allreduce_compressed(&ctx, algo, send, recvbuf, count, &slot);
+    if (rc == MPI_SUCCESS && on_dev)
+        rc = gcmpi_device_allreduce_compressed(&ctx, algo, send, recvbuf, count, &slot);
+    else if (rc == MPI_SUCCESS)
+        rc = gcmpi_allreduce_compressed(&ctx, algo, send, recvbuf, count, &slot);
     gc_adapt_report rep = {NAN, NAN, NAN, NAN, NAN, NAN};
     if (adaptive) gcmpi_adapt_end(&ac, &cfg, st, rc == MPI_SUCCESS, recvbuf, count, &cs, &rep);
     gcmpi_ef_release(entry);
@@ -438,9 +457,15 @@ static int allreduce_run(gcmpi_comm_state *st, MPI_Comm comm, const void *sendbu
 
     if (rc == MPI_SUCCESS && exact) {
         rc = exact_allreduce(exact, count, st->dup);
+        const float *got = recvbuf;
+        if (rc == MPI_SUCCESS && on_dev) {
+            float *host = verify_buffer(st, 1, count);
+            rc = gcmpi_device_copy(host, recvbuf, count * sizeof(float), 0);
+            got = host;
+        }
         if (rc == MPI_SUCCESS)
             gcmpi_stats_add_verify(&st->stats[GCMPI_KIND_ALLREDUCE],
-                                   relative_error(exact, recvbuf, count));
+                                   relative_error(exact, got, count));
     }
     inside = 0;
     return rc == MPI_SUCCESS ? rc : call_failed(st, comm, "MPI_Allreduce", rc);
@@ -451,18 +476,19 @@ static int allreduce_run(gcmpi_comm_state *st, MPI_Comm comm, const void *sendbu
  * gathered block is not a gradient summed with others, and its state would
  * have nothing to observe). */
 static int allgather_run(gcmpi_comm_state *st, MPI_Comm comm, const void *sendbuf,
-                         void *recvbuf, size_t count)
+                         void *recvbuf, size_t count, int on_dev)
 {
     inside = 1;
     int in_place = sendbuf == MPI_IN_PLACE;
     const float *block = in_place ? (const float *)recvbuf + (size_t)st->rank * count : sendbuf;
     gcmpi_ef_key key = {in_place ? NULL : sendbuf, recvbuf, count, GCMPI_KIND_ALLGATHER, 0};
     gcmpi_ef_slot slot;
-    gcmpi_ef_entry *entry = residual_of(st, &key, GCMPI_ALGO_ALLGATHER, &slot);
+    gcmpi_ef_entry *entry = residual_of(st, &key, GCMPI_ALGO_ALLGATHER, &slot, on_dev);
     float *copy = NULL;
     if (cfg.verify) {
         copy = verify_buffer(st, 0, count);
-        if (count) memcpy(copy, block, count * sizeof(float));
+        if (count && on_dev) gcmpi_device_copy(copy, block, count * sizeof(float), 0);
+        else if (count) memcpy(copy, block, count * sizeof(float));
     }
 
     gcmpi_call_stats cs = {.bytes_offered = count * sizeof(float)};
@@ -470,7 +496,8 @@ static int allgather_run(gcmpi_comm_state *st, MPI_Comm comm, const void *sendbu
     ctx.cfg = &ag_cfg;
     if (cfg.verbose >= 3)
         trace_call(st, GCMPI_KIND_ALLGATHER, count, GCMPI_ALGO_ALLGATHER, &slot, &cfg.params);
-    int rc = gcmpi_allgather_compressed(&ctx, block, recvbuf, count, &slot);
+    int rc = on_dev ? gcmpi_device_allgather_compressed(&ctx, block, recvbuf, count, &slot)
+                    : gcmpi_allgather_compressed(&ctx, block, recvbuf, count, &slot);
     gcmpi_ef_release(entry);
     gcmpi_stats_add_call(&st->stats[GCMPI_KIND_ALLGATHER], &cs, rc != MPI_SUCCESS);
 
@@ -478,12 +505,54 @@ static int allgather_run(gcmpi_comm_state *st, MPI_Comm comm, const void *sendbu
         size_t total = count * (size_t)st->size;
         float *exact = verify_buffer(st, 1, total);
         rc = exact_allgather(copy, exact, count, st->dup);
+        const float *got = recvbuf;
+        if (rc == MPI_SUCCESS && on_dev) {
+            float *host = verify_buffer(st, 0, total); /* copy is used up */
+            rc = gcmpi_device_copy(host, recvbuf, total * sizeof(float), 0);
+            got = host;
+        }
         if (rc == MPI_SUCCESS)
             gcmpi_stats_add_verify(&st->stats[GCMPI_KIND_ALLGATHER],
-                                   relative_error(exact, recvbuf, total));
+                                   relative_error(exact, got, total));
     }
     inside = 0;
     return rc == MPI_SUCCESS ? rc : call_failed(st, comm, "MPI_Allgather", rc);
+}
+
+/* ---- device buffers (device.h) ------------------------------------------ */
+
+/* A call whose buffers are (partly) CUDA device memory: compressed on the
+ * device when st is set, else staged through host memory or handed over
+ * (device_stage.h). Runs under the device lock; inside is set while the
+ * shim itself calls PMPI_*. */
+static int device_call_begin(void)
+{
+    gcmpi_device_lock();
+    gcmpi_device_stats_mut()->calls++;
+    return 1;
+}
+
+static int device_call_end(int rc)
+{
+    gcmpi_device_unlock();
+    return rc;
+}
+
+static int staging_failed(MPI_Comm comm, const char *what, int rc)
+{
+    fprintf(stderr, "libgcmpi: rank %d: %s on device buffers: staging through host memory "
+                    "failed (MPI error %d)\n", world_rank, what, rc);
+    PMPI_Comm_call_errhandler(comm, rc);
+    return rc;
+}
+
+/* After PMPI_* ran on the staged buffers: its failure is returned as it is
+ * (it already ran the error handler); a failed copy back is reported. */
+static int staged_result(gcmpi_stage *sg, int mpi, MPI_Comm comm, const char *what)
+{
+    if (mpi != MPI_SUCCESS) return mpi;
+    int rc = gcmpi_stage_finish(sg, mpi);
+    return rc == MPI_SUCCESS ? rc : staging_failed(comm, what, rc);
 }
 
 /* ---- the wrappers, one macro per shape (int and MPI-4 MPI_Count) --------- */
@@ -493,12 +562,25 @@ static int allgather_run(gcmpi_comm_state *st, MPI_Comm comm, const void *sendbu
                           MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)               \
     {                                                                                    \
         gcmpi_comm_state *st = NULL;                                                     \
-        if (intercepting())                                                              \
-            st = target_of(gcmpi_eligible_allreduce(&cfg, sendbuf, datatype, op,         \
-                                                    (int64_t)count),                     \
-                           comm, GCMPI_KIND_ALLREDUCE);                                  \
+        if (!intercepting()) return REAL(sendbuf, recvbuf, count, datatype, op, comm);   \
+        st = target_of(gcmpi_eligible_allreduce(&cfg, sendbuf, datatype, op,             \
+                                                (int64_t)count),                         \
+                       comm, GCMPI_KIND_ALLREDUCE);                                      \
+        if (gcmpi_device_any(sendbuf, recvbuf) && device_call_begin()) {                 \
+            if (st) return device_call_end(                                              \
+                allreduce_run(st, comm, sendbuf, recvbuf, (size_t)count, 1));            \
+            gcmpi_stage sg;                                                              \
+            inside = 1;                                                                  \
+            int rc = gcmpi_stage_allreduce(&sg, sendbuf, recvbuf, (int64_t)count,        \
+                                           datatype);                                    \
+            if (rc != MPI_SUCCESS) rc = staging_failed(comm, "MPI_Allreduce", rc);       \
+            else rc = staged_result(&sg, REAL(sg.send, sg.recv, count, datatype, op,     \
+                                              comm), comm, "MPI_Allreduce");             \
+            inside = 0;                                                                  \
+            return device_call_end(rc);                                                  \
+        }                                                                                \
         if (!st) return REAL(sendbuf, recvbuf, count, datatype, op, comm);               \
-        return allreduce_run(st, comm, sendbuf, recvbuf, (size_t)count);                 \
+        return allreduce_run(st, comm, sendbuf, recvbuf, (size_t)count, 0);              \
     }
 
 #define GCMPI_ALLGATHER_WRAPPER(NAME, REAL, COUNT_T)                                      \
@@ -507,15 +589,30 @@ static int allgather_run(gcmpi_comm_state *st, MPI_Comm comm, const void *sendbu
                           MPI_Comm comm)                                                 \
     {                                                                                    \
         gcmpi_comm_state *st = NULL;                                                     \
-        if (intercepting())                                                              \
-            st = target_of(gcmpi_eligible_allgather(&cfg, sendbuf, (int64_t)sendcount,   \
-                                                    sendtype, (int64_t)recvcount,        \
-                                                    recvtype),                           \
-                           comm, GCMPI_KIND_ALLGATHER);                                  \
+        if (!intercepting())                                                             \
+            return REAL(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,      \
+                        comm);                                                           \
+        st = target_of(gcmpi_eligible_allgather(&cfg, sendbuf, (int64_t)sendcount,       \
+                                                sendtype, (int64_t)recvcount, recvtype), \
+                       comm, GCMPI_KIND_ALLGATHER);                                      \
+        if (gcmpi_device_any(sendbuf, recvbuf) && device_call_begin()) {                 \
+            if (st) return device_call_end(                                              \
+                allgather_run(st, comm, sendbuf, recvbuf, (size_t)recvcount, 1));        \
+            gcmpi_stage sg;                                                              \
+            inside = 1;                                                                  \
+            int rc = gcmpi_stage_allgather(&sg, sendbuf, (int64_t)sendcount, sendtype,   \
+                                           recvbuf, (int64_t)recvcount, recvtype, comm); \
+            if (rc != MPI_SUCCESS) rc = staging_failed(comm, "MPI_Allgather", rc);       \
+            else rc = staged_result(&sg, REAL(sg.send, sendcount, sendtype, sg.recv,     \
+                                              recvcount, recvtype, comm),                \
+                                    comm, "MPI_Allgather");                              \
+            inside = 0;                                                                  \
+            return device_call_end(rc);                                                  \
+        }                                                                                \
         if (!st)                                                                         \
             return REAL(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,      \
                         comm);                                                           \
-        return allgather_run(st, comm, sendbuf, recvbuf, (size_t)recvcount);             \
+        return allgather_run(st, comm, sendbuf, recvbuf, (size_t)recvcount, 0);          \
     }
 
 GCMPI_ALLREDUCE_WRAPPER(MPI_Allreduce, PMPI_Allreduce, int)

@@ -1621,3 +1621,32 @@ Test(combinations, warmup_is_a_count_of_calls_from_zero)
     load_fails_with(ENV("GCMPI_WARMUP=ten"),
                     "libgcmpi: GCMPI_WARMUP=ten is not an integer; expected an integer >= 0");
 }
+
+/* ---- device buffers (pmpi/device.c) ------------------------------------------ */
+
+Test(device, cuda_awareness_is_auto_by_default_and_takes_0_or_1)
+{
+    load_ok(ENV(NULL));
+    cr_assert_eq(cfg.cuda_aware, -1);
+    cr_assert_str_eq(cfg.gpu_lib, "");
+    load_ok(ENV("GCMPI_CUDA_AWARE=1", "GCMPI_GPU_LIB=/opt/lib/libgcmpi_gpu.so"));
+    cr_assert_eq(cfg.cuda_aware, 1);
+    cr_assert_str_eq(cfg.gpu_lib, "/opt/lib/libgcmpi_gpu.so");
+    load_ok(ENV("GCMPI_CUDA_AWARE=0"));
+    cr_assert_eq(cfg.cuda_aware, 0);
+    load_ok(ENV("GCMPI_CUDA_AWARE=AUTO"));
+    cr_assert_eq(cfg.cuda_aware, -1);
+}
+
+Test(device, a_bad_cuda_awareness_names_the_variable_and_the_choices)
+{
+    load_fails_with(ENV("GCMPI_CUDA_AWARE=yes"),
+                    "libgcmpi: GCMPI_CUDA_AWARE=yes is not a CUDA-awareness setting; expected "
+                    "auto, 0 or 1");
+}
+
+Test(device, device_settings_are_per_rank_and_not_hashed)
+{
+    cr_assert_eq(hash_of(ENV("GCMPI_CUDA_AWARE=1")), hash_of(ENV("GCMPI_CUDA_AWARE=0")));
+    cr_assert_eq(hash_of(ENV("GCMPI_GPU_LIB=/a.so")), hash_of(ENV(NULL)));
+}

@@ -51,6 +51,27 @@ struct cudaMemPoolProps { int allocType; struct { int type; int id; } location; 
 /* "device" allocations: base -> size */
 inline std::map<uintptr_t, size_t> &emu_allocs() { static std::map<uintptr_t, size_t> m; return m; }
 
+/* CUDA_EMU_PROTECT (libgcmpi_gpu_emu.so, build-emu-lib.sh): "device"
+ * memory is mapped PROT_NONE except while an emulated kernel, copy or
+ * memset runs, so any host access to it (by the shim, say) crashes, as it
+ * would on a real GPU. EMU_OPEN opens every allocation for one scope. */
+#ifdef CUDA_EMU_PROTECT
+#include <sys/mman.h>
+inline size_t emu_pages(size_t n) { return ((n ? n : 1) + 4095) & ~(size_t)4095; }
+inline int emu_open_depth;
+inline void emu_protect_all(int prot)
+{
+    for (auto &a : emu_allocs()) mprotect((void *)a.first, emu_pages(a.second), prot);
+}
+struct emu_open_scope {
+    emu_open_scope() { if (emu_open_depth++ == 0) emu_protect_all(PROT_READ | PROT_WRITE); }
+    ~emu_open_scope() { if (--emu_open_depth == 0) emu_protect_all(PROT_NONE); }
+};
+#define EMU_OPEN emu_open_scope emu_open_scope_guard
+#else
+#define EMU_OPEN
+#endif
+
 inline cudaError_t cudaGetDeviceCount(int *c) { *c = 1; return cudaSuccess; }
 inline cudaError_t cudaGetDevice(int *d) { *d = 0; return cudaSuccess; }
 inline cudaError_t cudaGetLastError() { return cudaSuccess; }
@@ -63,10 +84,18 @@ inline cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t, int, void *) { return 
 inline cudaError_t cudaMallocFromPoolAsync(void **p, size_t n, cudaMemPool_t, cudaStream_t)
 {
     /* Poison, so a kernel that leaves a byte unwritten shows up. */
+#ifdef CUDA_EMU_PROTECT
+    *p = mmap(nullptr, emu_pages(n), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (*p == MAP_FAILED) { *p = nullptr; return cudaErrorMemoryAllocation; }
+    std::memset(*p, 0xA5, n);
+    emu_allocs()[(uintptr_t)*p] = n;
+    if (emu_open_depth == 0) mprotect(*p, emu_pages(n), PROT_NONE);
+#else
     *p = std::malloc(n);
     if (!*p) return cudaErrorMemoryAllocation;
     std::memset(*p, 0xA5, n);
     emu_allocs()[(uintptr_t)*p] = n;
+#endif
     return cudaSuccess;
 }
 template <class T>
@@ -76,8 +105,14 @@ inline cudaError_t cudaMallocAsync(T **p, size_t n, cudaMemPool_t pool, cudaStre
 }
 inline cudaError_t cudaFreeAsync(void *p, cudaStream_t)
 {
-    if (!emu_allocs().erase((uintptr_t)p)) return cudaErrorInvalidValue;
+    auto it = emu_allocs().find((uintptr_t)p);
+    if (it == emu_allocs().end()) return cudaErrorInvalidValue;
+#ifdef CUDA_EMU_PROTECT
+    munmap(p, emu_pages(it->second));
+#else
     std::free(p);
+#endif
+    emu_allocs().erase(it);
     return cudaSuccess;
 }
 inline cudaError_t cudaPointerGetAttributes(cudaPointerAttributes *a, const void *p)
@@ -93,11 +128,13 @@ inline cudaError_t cudaPointerGetAttributes(cudaPointerAttributes *a, const void
 }
 inline cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, cudaMemcpyKind, cudaStream_t)
 {
+    EMU_OPEN;
     std::memmove(d, s, n);
     return cudaSuccess;
 }
 inline cudaError_t cudaMemsetAsync(void *d, int v, size_t n, cudaStream_t)
 {
+    EMU_OPEN;
     std::memset(d, v, n);
     return cudaSuccess;
 }
@@ -190,6 +227,7 @@ inline void emu_run_block_fibers(unsigned block, const std::function<void()> &f)
 template <class F>
 inline void emu_launch(const char *name, unsigned grid, unsigned block, F f)
 {
+    EMU_OPEN;
     gridDim.x = grid;
     blockDim.x = block;
     /* Kernels with block barriers or shuffles: these two, and any named
@@ -210,6 +248,15 @@ inline void emu_launch(const char *name, unsigned grid, unsigned block, F f)
         }
     }
 }
+/* Page-locked host memory (gpu_staging.cu): plain host memory here. */
+enum { cudaHostAllocDefault = 0 };
+inline cudaError_t cudaHostAlloc(void **p, size_t n, unsigned)
+{
+    *p = std::malloc(n ? n : 1);
+    return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+inline cudaError_t cudaFreeHost(void *p) { std::free(p); return cudaSuccess; }
+
 #define EMU_LAUNCH(k, g, b, s, st, ...) \
     ((void)(s), (void)(st), emu_launch(#k, (g), (b), [&]() { k(__VA_ARGS__); }))
 

@@ -1,0 +1,33 @@
+#!/bin/sh
+# step2_c_mpi.sh — a 2-rank mpirun of tests/gpu/device/mpi_device (C, real
+# cudaMalloc'd buffers from libgcmpi_gpu.so) with libgcmpi preloaded:
+# allreduce and allgather on device buffers, in place, compressed by the
+# GPU kernels (none with each algorithm, fp16, int8, sign) and on the host
+# (topk), byte-equal to the same calls on host buffers; int, double, MAX
+# and small calls staged, exact. Writes $OUT/step2-*.log and summary lines.
+. "$(dirname "$0")/common.sh"
+prog=$BUILD/tests/gpu/device/mpi_device
+status=0
+one() { # label bound codec algo
+    log=$OUT/step2-$1.log
+    if run2 "$log" GCMPI_GPU_LIB="$LIBGPU" GCMPI_CODEC="$3" GCMPI_ALGO="$4" GCMPI_RATIO=0.25 \
+        GCMPI_STATS="$OUT/step2-$1.json" -- "$prog" "$1" "$2" same; then
+        summary step2 PASS "$1: $(grep -h 'all checks passed' "$log" | head -n1)"
+    else
+        summary step2 FAIL "$1 (see step2-$1.log)"
+        status=1
+    fi
+}
+if [ ! -x "$prog" ]; then
+    summary step2 FAIL "$prog was not built"
+    exit 1
+fi
+one none-allgather 0 none allgather
+one none-rsag 0 none rsag
+one none-native 0 none native
+one staged 0 none auto
+one fp16 0.002 fp16 auto
+one int8 0.05 int8 rsag
+one sign 0.95 sign allgather
+one topk 2 topk allgather
+exit $status

@@ -1,0 +1,21 @@
+/* coll_device.h — gcmpi_allreduce_compressed and gcmpi_allgather_compressed
+ * (coll.h) for device buffers: in, out and the slot's residual, server and
+ * state are device memory (pmpi/device.h; the slot from a GCMPI_EF_DEVICE
+ * entry). Same contract, same messages, bit-identical results on all ranks.
+ * Callers hold the device lock. */
+#ifndef GCMPI_COLL_DEVICE_H
+#define GCMPI_COLL_DEVICE_H
+
+#include "coll.h"
+
+/* 1 when the GPU kernels carry the call (algorithm allgather or rsag, a
+ * codec gcmpi_gpu_supports, no zstd stage, no DGC momentum); otherwise it
+ * is compressed on the host from page-locked copies. */
+int gcmpi_device_has_kernels(const gcmpi_config *cfg, gcmpi_algo algo);
+
+int gcmpi_device_allreduce_compressed(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in,
+                                      float *out, size_t count, gcmpi_ef_slot *ef);
+int gcmpi_device_allgather_compressed(gcmpi_coll_ctx *ctx, const float *block, float *out,
+                                      size_t count, gcmpi_ef_slot *ef);
+
+#endif /* GCMPI_COLL_DEVICE_H */

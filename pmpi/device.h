@@ -1,0 +1,106 @@
+/* device.h — where a buffer lives, and the GPU library behind it
+ * (DESIGN.md "GPU"). libgcmpi.so never links CUDA: it dlopen()s
+ * libgcmpi_gpu.so (gpu/gcmpi_gpu.h) only once CUDA is in the process, and
+ * reaches it through a table of function pointers resolved with dlsym.
+ * Host-only jobs pay one cheap check per intercepted call (has a library
+ * been loaded since the last look?), nothing else.
+ *
+ * Everything here is used under the device lock (gcmpi_device_lock): the
+ * pools and the GPU context are per process, shared by all threads. */
+#ifndef GCMPI_DEVICE_H
+#define GCMPI_DEVICE_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gcmpi_config.h"
+#include "gcmpi_gpu.h"
+
+/* The GPU library's functions (gcmpi_gpu.h), resolved by dlsym. */
+typedef struct gcmpi_gpu_table {
+    int (*is_device_pointer)(const void *p);
+    int (*supports)(const gc_codec *c);
+    gcmpi_gpu_ctx *(*create)(void);
+    void (*destroy)(gcmpi_gpu_ctx *ctx);
+    void *(*alloc)(gcmpi_gpu_ctx *ctx, size_t bytes);
+    void (*dealloc)(gcmpi_gpu_ctx *ctx, void *p);
+    size_t (*copy)(gcmpi_gpu_ctx *ctx, void *dst, const void *src, size_t bytes);
+    size_t (*encode)(gcmpi_gpu_ctx *ctx, const gc_codec *c, const float *g, float *residual,
+                     size_t n, const gc_params *p, uint64_t seed, void *dst, size_t cap);
+    size_t (*decode_add)(gcmpi_gpu_ctx *ctx, const void *src, size_t len, float *acc,
+                         size_t n);
+    void *(*host_alloc)(size_t bytes);
+    void (*host_free)(void *p);
+    size_t (*zero)(gcmpi_gpu_ctx *ctx, void *p, size_t bytes);
+} gcmpi_gpu_table;
+
+/* What the device path did in this process (summed over ranks in the
+ * report's "device" object). */
+typedef struct gcmpi_device_stats {
+    uint64_t calls;            /* intercepted calls with a device buffer       */
+    uint64_t compressed;       /* ... compressed by the GPU kernels            */
+    uint64_t compressed_host;  /* ... compressed on the host (codec or algorithm
+                                  without device kernels): staged both ways   */
+    uint64_t staged;           /* uncompressed calls staged through pinned memory */
+    uint64_t staged_bytes;     /* bytes copied device->host and host->device   */
+    uint64_t passed;           /* uncompressed calls handed to a CUDA-aware MPI */
+    double   device_s;         /* seconds in GPU encode/decode/copies          */
+    uint64_t residual_allocs;  /* error-feedback entries allocated on the device */
+    uint64_t residual_bytes_peak; /* most device memory they held at once     */
+    uint64_t pool_grows;       /* page-locked or device pool buffers (re)allocated:
+                                  bounded, whatever the number of calls      */
+} gcmpi_device_stats;
+
+/* MPI_Init: remembers the configuration (GCMPI_GPU_LIB, GCMPI_CUDA_AWARE);
+ * loads nothing. */
+void gcmpi_device_setup(const gcmpi_config *cfg);
+/* MPI_Finalize: frees pools and the context. */
+void gcmpi_device_teardown(void);
+
+/* 1 when any of the (up to two) pointers is device memory, 0 when both are
+ * host memory (NULL and MPI_IN_PLACE count as host). Loads the GPU library
+ * the first time CUDA is seen in the process; when CUDA is there but the
+ * library cannot be loaded and a pointer is device memory (asked of the
+ * driver directly), prints why and aborts the job. */
+int gcmpi_device_any(const void *a, const void *b);
+
+/* The table and the process's context; NULL before a device buffer was
+ * seen or when the GPU has no context (then the call fails cleanly). */
+const gcmpi_gpu_table *gcmpi_device_gpu(void);
+gcmpi_gpu_ctx *gcmpi_device_ctx(void);
+
+/* 1 when device pointers may be handed to the MPI library
+ * (GCMPI_CUDA_AWARE=1, or auto and MPIX_Query_cuda_support() says so). */
+int gcmpi_device_cuda_aware(void);
+
+/* Pools: page-locked host buffers and device buffers in fixed slots, grown
+ * (contents not kept) and reused, so steady-state calls allocate nothing. */
+enum {
+    GCMPI_DEV_HOST_IN = 0, /* staged input / host copy of a vector      */
+    GCMPI_DEV_HOST_OUT,    /* staged output                             */
+    GCMPI_DEV_HOST_PAYLOAD,/* payloads encoded on the device            */
+    GCMPI_DEV_HOST_STATE,  /* host copies of residual/server/state       */
+    GCMPI_DEV_HOST_SLOTS
+};
+enum { GCMPI_DEV_BUF_CHUNK = 0, GCMPI_DEV_BUF_SLOTS };
+void *gcmpi_device_host_buffer(unsigned slot, size_t bytes);
+void *gcmpi_device_buffer(unsigned slot, size_t bytes);
+
+/* Device memory for error-feedback state, zeroed; NULL when unavailable. */
+void *gcmpi_device_alloc_zeroed(size_t bytes);
+void gcmpi_device_free(void *p, size_t bytes);
+
+/* Copies in any direction; 0 on success, an MPI error code otherwise.
+ * Counted as staged bytes when count_staged. */
+int gcmpi_device_copy(void *dst, const void *src, size_t bytes, int count_staged);
+
+/* Serialises device work of concurrent threads. */
+void gcmpi_device_lock(void);
+void gcmpi_device_unlock(void);
+
+gcmpi_device_stats *gcmpi_device_stats_mut(void);
+/* Collective over comm: the sums (maximum of nothing) at root 0. */
+void gcmpi_device_stats_reduce(gcmpi_device_stats *sum, MPI_Comm comm);
+
+#endif /* GCMPI_DEVICE_H */

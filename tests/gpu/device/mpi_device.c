@@ -1,0 +1,265 @@
+/* mpi_device.c — an unmodified-style MPI program whose buffers are CUDA
+ * device memory, run under mpirun with libgcmpi.so preloaded.
+ *
+ *   mpi_device MODE BOUND [same [REPEATS]]
+ *
+ * The device memory comes from the GPU library named by GCMPI_GPU_LIB
+ * (libgcmpi_gpu.so on a GPU, libgcmpi_gpu_emu.so in CI, whose device memory
+ * is PROT_NONE outside emulated kernels and copies), loaded with dlopen as
+ * an application loads CUDA; the program only touches it through that
+ * library's copies. Checks, each on every rank:
+ *   - float sums (sendbuf, then MPI_IN_PLACE three times on one buffer,
+ *     REPEATS more in place (steady state: no result check), then a host
+ *     sendbuf into a device recvbuf),
+ *     float allgathers (sendbuf and MPI_IN_PLACE): relative L2 error of
+ *     the result against the exact one at most BOUND (0: bit-exact), and
+ *     every rank holds the same bytes;
+ *   - with a third argument "same": each of those results equals, byte
+ *     for byte, the same call made on host buffers (the GPU kernels write
+ *     the CPU codecs' payloads and residuals; deterministic codecs only);
+ *   - calls no codec may touch, exact: int and double sums, a float
+ *     MPI_MAX, a float sum of 16 elements, an int allgather.
+ * MODE is a label for the messages. Exit status 0 when all hold. */
+#include <dlfcn.h>
+#include <math.h>
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct gpu_api {
+    void *(*create)(void);
+    void (*destroy)(void *ctx);
+    void *(*alloc)(void *ctx, size_t bytes);
+    void (*dealloc)(void *ctx, void *p);
+    size_t (*copy)(void *ctx, void *dst, const void *src, size_t bytes);
+} gpu_api;
+
+static gpu_api api;
+static void *ctx;
+static int rank, size, failures;
+static const char *mode;
+
+static void fail(const char *what, double got, double want)
+{
+    fprintf(stderr, "mpi_device %s: rank %d: %s: got %.9g, expected %.9g\n", mode, rank, what,
+            got, want);
+    failures++;
+}
+
+static void *dev_alloc(size_t bytes)
+{
+    void *p = api.alloc(ctx, bytes);
+    if (!p) {
+        fprintf(stderr, "mpi_device: rank %d: device allocation of %zu bytes failed\n", rank, bytes);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    return p;
+}
+
+static void put(void *dev, const void *host, size_t bytes) { api.copy(ctx, dev, host, bytes); }
+static void get(void *host, const void *dev, size_t bytes) { api.copy(ctx, host, dev, bytes); }
+
+/* Same bytes on every rank? (uint64 MPI_MAX/MIN: passed through) */
+static void same_on_all_ranks(const char *what, const void *buf, size_t bytes)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < bytes; i++) h = (h ^ ((const uint8_t *)buf)[i]) * 1099511628211ull;
+    uint64_t lo = h, hi = h;
+    MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    if (lo != hi) fail(what, 1.0, 0.0);
+}
+
+static void close_enough(const char *what, const float *got, const float *want, size_t n,
+                         double bound)
+{
+    double d = 0.0, w = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        d += ((double)got[i] - want[i]) * ((double)got[i] - want[i]);
+        w += (double)want[i] * want[i];
+    }
+    double rel = w > 0 ? sqrt(d / w) : sqrt(d);
+    if (bound == 0.0 ? memcmp(got, want, n * sizeof(float)) != 0 : !(rel <= bound))
+        fail(what, rel, bound);
+}
+
+/* Exactly representable values whose sums over ranks are exact too. */
+static float value(int r, size_t i, int call) { return (float)((int)((i * 7 + (size_t)call) % 97) - 48) * (float)(r + 1) * 0.125f; }
+
+int main(int argc, char **argv)
+{
+    mode = argc > 1 ? argv[1] : "?";
+    const double bound = argc > 2 ? atof(argv[2]) : 0.0;
+    const int same = argc > 3 && strcmp(argv[3], "same") == 0;
+    const int repeats = argc > 4 ? atoi(argv[4]) : 0; /* extra in-place calls */
+    const char *lib = getenv("GCMPI_GPU_LIB");
+    void *h = dlopen(lib && *lib ? lib : "libgcmpi_gpu.so", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        fprintf(stderr, "mpi_device: cannot load the GPU library: %s\n", dlerror());
+        return 2;
+    }
+    *(void **)&api.create = dlsym(h, "gcmpi_gpu_create");
+    *(void **)&api.destroy = dlsym(h, "gcmpi_gpu_destroy");
+    *(void **)&api.alloc = dlsym(h, "gcmpi_gpu_alloc");
+    *(void **)&api.dealloc = dlsym(h, "gcmpi_gpu_dealloc");
+    *(void **)&api.copy = dlsym(h, "gcmpi_gpu_copy");
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    ctx = api.create();
+    if (!ctx) {
+        fprintf(stderr, "mpi_device: rank %d: no device\n", rank);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+
+    const size_t n = 16384; /* 64 KiB of floats: compressed when a codec is set */
+    float *host = malloc(n * sizeof(float)), *want = malloc(n * sizeof(float)),
+          *got = malloc(n * sizeof(float) * (size_t)size);
+    float *h_in = malloc(n * sizeof(float)), *h_out = malloc(n * sizeof(float) * (size_t)size);
+    float *d_in = dev_alloc(n * sizeof(float)), *d_out = dev_alloc(n * sizeof(float)),
+          *d_all = dev_alloc(n * sizeof(float) * (size_t)size);
+
+    /* ---- float sums ---- */
+    for (int call = 0; call < 4; call++) {
+        for (size_t i = 0; i < n; i++) {
+            host[i] = value(rank, i, call);
+            want[i] = 0.0f;
+            for (int r = 0; r < size; r++) want[i] += value(r, i, call);
+        }
+        put(d_in, host, n * sizeof(float));
+        memcpy(h_in, host, n * sizeof(float));
+        if (call == 0) {
+            MPI_Allreduce(d_in, d_out, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+            get(got, d_out, n * sizeof(float));
+            if (same) MPI_Allreduce(h_in, h_out, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        } else {
+            MPI_Allreduce(MPI_IN_PLACE, d_in, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+            get(got, d_in, n * sizeof(float));
+            if (same) MPI_Allreduce(MPI_IN_PLACE, h_in, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+            memcpy(h_out, h_in, n * sizeof(float));
+        }
+        if (same && memcmp(got, h_out, n * sizeof(float)) != 0)
+            fail("allreduce: device result differs from the host one", 1, 0);
+        close_enough(call ? "allreduce in place" : "allreduce", got, want, n, bound);
+        same_on_all_ranks("allreduce: ranks differ", got, n * sizeof(float));
+    }
+
+    /* ---- steady state: the same in-place call again and again ---- */
+    for (int k = 0; k < repeats; k++) {
+        for (size_t i = 0; i < n; i++) host[i] = value(rank, i, 3);
+        put(d_in, host, n * sizeof(float));
+        MPI_Allreduce(MPI_IN_PLACE, d_in, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    }
+
+    /* ---- a host send buffer into a device receive buffer ---- */
+    for (size_t i = 0; i < n; i++) {
+        host[i] = value(rank, i, 4);
+        want[i] = 0.0f;
+        for (int r = 0; r < size; r++) want[i] += value(r, i, 4);
+    }
+    MPI_Allreduce(host, d_out, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    get(got, d_out, n * sizeof(float));
+    close_enough("allreduce host to device", got, want, n, bound);
+    same_on_all_ranks("allreduce host to device: ranks differ", got, n * sizeof(float));
+
+    /* ---- float allgathers: blocks of m ---- */
+    const size_t m = n / 2;
+    for (int in_place = 0; in_place < 2; in_place++) {
+        for (size_t i = 0; i < m; i++) host[i] = value(rank, i, 5);
+        for (int r = 0; r < size; r++)
+            for (size_t i = 0; i < m; i++) got[(size_t)r * m + i] = value(r, i, 5);
+        float *wantall = malloc(m * sizeof(float) * (size_t)size);
+        memcpy(wantall, got, m * sizeof(float) * (size_t)size);
+        if (in_place) {
+            put(d_all + (size_t)rank * m, host, m * sizeof(float));
+            MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, d_all, (int)m, MPI_FLOAT,
+                          MPI_COMM_WORLD);
+        } else {
+            put(d_in, host, m * sizeof(float));
+            MPI_Allgather(d_in, (int)m, MPI_FLOAT, d_all, (int)m, MPI_FLOAT, MPI_COMM_WORLD);
+        }
+        get(got, d_all, m * sizeof(float) * (size_t)size);
+        if (same) {
+            memcpy(h_out + (size_t)rank * m, host, m * sizeof(float));
+            memcpy(h_in, host, m * sizeof(float));
+            if (in_place)
+                MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, h_out, (int)m, MPI_FLOAT,
+                              MPI_COMM_WORLD);
+            else
+                MPI_Allgather(h_in, (int)m, MPI_FLOAT, h_out, (int)m, MPI_FLOAT, MPI_COMM_WORLD);
+            if (memcmp(got, h_out, m * sizeof(float) * (size_t)size) != 0)
+                fail("allgather: device result differs from the host one", 1, 0);
+        }
+        close_enough(in_place ? "allgather in place" : "allgather", got, wantall,
+                     m * (size_t)size, bound);
+        same_on_all_ranks("allgather: ranks differ", got, m * sizeof(float) * (size_t)size);
+        free(wantall);
+    }
+
+    /* ---- calls that must stay exact (staged, never compressed) ---- */
+    int *ih = malloc(n * sizeof(int)), *iw = malloc(n * sizeof(int));
+    for (size_t i = 0; i < n; i++) {
+        ih[i] = (int)(i * 2654435761u % 100000u) + rank;
+        iw[i] = 0;
+        for (int r = 0; r < size; r++) iw[i] += (int)(i * 2654435761u % 100000u) + r;
+    }
+    put(d_in, ih, n * sizeof(int));
+    MPI_Allreduce(d_in, d_out, (int)n, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    get(ih, d_out, n * sizeof(int));
+    if (memcmp(ih, iw, n * sizeof(int)) != 0) fail("int sum", 1, 0);
+
+    for (size_t i = 0; i < n; i++) {
+        host[i] = value(rank, i, 9);
+        want[i] = host[i];
+        for (int r = 0; r < size; r++) want[i] = fmaxf(want[i], value(r, i, 9));
+    }
+    put(d_in, host, n * sizeof(float));
+    MPI_Allreduce(MPI_IN_PLACE, d_in, (int)n, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD);
+    get(got, d_in, n * sizeof(float));
+    if (memcmp(got, want, n * sizeof(float)) != 0) fail("float max", 1, 0);
+
+    const size_t small = 16;
+    for (size_t i = 0; i < small; i++) {
+        host[i] = value(rank, i, 11) / 3.0f; /* not exact: must be summed as MPI does */
+        want[i] = 0.0f;
+    }
+    float ref[16];
+    MPI_Allreduce(host, ref, (int)small, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); /* host: exact path */
+    put(d_in, host, small * sizeof(float));
+    MPI_Allreduce(d_in, d_out, (int)small, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    get(got, d_out, small * sizeof(float));
+    if (memcmp(got, ref, small * sizeof(float)) != 0) fail("small float sum", 1, 0);
+
+    double *dh = malloc(n * sizeof(double)), *dref = malloc(n * sizeof(double));
+    for (size_t i = 0; i < n; i++) dh[i] = (double)value(rank, i, 13) / 7.0;
+    MPI_Allreduce(dh, dref, (int)n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    double *d_dbl = dev_alloc(n * sizeof(double)), *d_dbl_out = dev_alloc(n * sizeof(double));
+    put(d_dbl, dh, n * sizeof(double));
+    MPI_Allreduce(d_dbl, d_dbl_out, (int)n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    get(dh, d_dbl_out, n * sizeof(double));
+    if (memcmp(dh, dref, n * sizeof(double)) != 0) fail("double sum", 1, 0);
+
+    int mine[4] = {rank, rank * 10, -rank, 7}, all[4 * 64];
+    put(d_in, mine, sizeof mine);
+    MPI_Allgather(d_in, 4, MPI_INT, d_all, 4, MPI_INT, MPI_COMM_WORLD);
+    get(all, d_all, sizeof(int) * 4 * (size_t)size);
+    for (int r = 0; r < size && r < 64; r++)
+        if (all[4 * r] != r || all[4 * r + 1] != 10 * r || all[4 * r + 2] != -r || all[4 * r + 3] != 7)
+            fail("int allgather", all[4 * r], r);
+
+    api.dealloc(ctx, d_in);
+    api.dealloc(ctx, d_out);
+    api.dealloc(ctx, d_all);
+    api.dealloc(ctx, d_dbl);
+    api.dealloc(ctx, d_dbl_out);
+    free(h_in); free(h_out);
+    free(host); free(want); free(got); free(ih); free(iw); free(dh); free(dref);
+    int total = 0;
+    MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0 && total == 0) printf("mpi_device %s: all checks passed on %d ranks\n", mode, size);
+    MPI_Finalize();
+    api.destroy(ctx);
+    return total ? 1 : 0;
+}
