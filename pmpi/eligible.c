@@ -19,11 +19,13 @@ static int is_float(MPI_Datatype datatype)
 }
 
 /* Codec none is worth running only through the zstd stage, or when an
- * algorithm is forced (to test the algorithms with exact arithmetic). */
+ * algorithm is forced (to test the algorithms with exact arithmetic);
+ * auto and rule choose, they force nothing. */
 static int codec_runs(const gcmpi_config *cfg, const gc_codec *codec)
 {
     int codec_none = codec == NULL || strcmp(gc_codec_name(codec), "none") == 0;
-    return !codec_none || cfg->params.zstd_level > 0 || cfg->algo != GCMPI_ALGO_AUTO;
+    return !codec_none || cfg->params.zstd_level > 0 ||
+           (cfg->algo != GCMPI_ALGO_AUTO && cfg->algo != GCMPI_ALGO_RULE);
 }
 
 int gcmpi_compression_on(const gcmpi_config *cfg)
