@@ -67,7 +67,8 @@ step0_build() {
 
 step1_codecs() {
     status=0
-    meson test -C "$BUILD" --suite gpu --print-errorlogs >"$LOGS/test.log" 2>&1 || status=$?
+    timeout "${STEP1_TIMEOUT:-240}" meson test -C "$BUILD" --suite gpu --print-errorlogs \
+        >"$LOGS/test.log" 2>&1 || status=$?
     cp "$BUILD/meson-logs/testlog.txt" "$LOGS/testlog.txt" 2>/dev/null || true
     cat "$LOGS/test.log"
     if [ "$status" -eq 0 ] && grep -q "^Skipped: *[1-9]" "$LOGS/test.log"; then
@@ -90,14 +91,14 @@ device_step() {
 
 step5_bench() {
     bench=$BUILD/bench/gcmpi-codec-bench
-    if ! "$bench" --device cuda --size 64M --reps 5 >"$LOGS/bench-device.txt" 2>&1; then
+    if ! timeout 240 "$bench" --device cuda --size 64M --reps 5 >"$LOGS/bench-device.txt" 2>&1; then
         cat "$LOGS/bench-device.txt"
         summary 5 FAIL "gcmpi-codec-bench --device cuda (see bench-device.txt)"
         return 0
     fi
     cat "$LOGS/bench-device.txt"
     status=0
-    python3 bench/gpu_vs_torch.py --bench "$bench" --size 64M --reps 5 \
+    timeout 240 python3 bench/gpu_vs_torch.py --bench "$bench" --size 64M --reps 5 \
         >"$LOGS/bench-torch.txt" 2>&1 || status=$?
     cat "$LOGS/bench-torch.txt"
     case $status in
@@ -111,7 +112,8 @@ if step0_build; then
     step1_codecs
     device_step 2 step2_c_mpi
     device_step 3 step3_mpi4py
-    device_step 4 step4_train
+    # The benchmark before the longest step, so a run cut short keeps it.
     step5_bench
+    device_step 4 step4_train
 fi
 exit "$failed"
