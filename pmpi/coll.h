@@ -17,16 +17,20 @@
 
 /* Scratch buffers owned by one communicator's state, grown and reused so
  * the steady state allocates nothing. */
+#define GCMPI_SCRATCH_SLOTS 9
 typedef struct gcmpi_scratch {
-    void  *buf[8];
-    size_t cap[8];
+    void  *buf[GCMPI_SCRATCH_SLOTS];
+    size_t cap[GCMPI_SCRATCH_SLOTS];
 } gcmpi_scratch;
 
 /* Slots 0..5 belong to the collective algorithms (coll_impl.h names
- * them), slots from GCMPI_SCRATCH_SHIM_FIRST on to the shim. */
+ * them), slots from GCMPI_SCRATCH_SHIM_FIRST on to the shim: +0 and +1
+ * GCMPI_VERIFY's copies (+1 is also the adaptive layer's, adapt_call.h),
+ * +2 the host copy of a device gradient for the adaptive layer. */
 #define GCMPI_SCRATCH_SHIM_FIRST 6
 
-/* Returns a buffer of >= bytes in slot (0..7), or NULL (out of memory).
+/* Returns a buffer of >= bytes in slot (below GCMPI_SCRATCH_SLOTS), or
+ * NULL (out of memory).
  * The contents are not kept when the buffer grows. */
 void *gcmpi_scratch_get(gcmpi_scratch *s, unsigned slot, size_t bytes);
 void  gcmpi_scratch_free(gcmpi_scratch *s);

@@ -31,7 +31,10 @@ int gcmpi_device_has_kernels(const gcmpi_config *cfg, gcmpi_algo algo)
     const gcmpi_gpu_table *g = gcmpi_device_gpu();
     return g && (algo == GCMPI_ALGO_ALLGATHER || algo == GCMPI_ALGO_RSAG) &&
            g->supports(cfg->codec) && cfg->params.zstd_level == 0 &&
-           !gcmpi_coll_momentum_on(cfg) && cfg->momentum == 0.0;
+           !gcmpi_coll_momentum_on(cfg) && cfg->momentum == 0.0 &&
+           /* topkq's kernels run at the fixed width; the variance layer's
+            * per-bucket widths are the host encoder's */
+           !(cfg->adapt.method == GC_ADAPT_VARIANCE && strcmp(gc_codec_name(cfg->codec), "topkq") == 0);
 }
 
 /* Encode g[0..n) (device) with residual r (device or NULL) into dst (host). */
