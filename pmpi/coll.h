@@ -113,12 +113,21 @@ void gcmpi_nodes_free(gcmpi_nodes *nodes);
 /* GCMPI_ALGO=auto (coll_auto.c): the agreed cost model of a communicator
  * and the choices it made, per call size, for the report. */
 #define GCMPI_AUTO_MAX_CHOICES 32
+#define GCMPI_AUTO_TRIALS 3       /* candidates tried per call size     */
+#define GCMPI_AUTO_TRIAL_CALLS 2  /* calls each                         */
 typedef struct gcmpi_auto_choice {
     size_t count;          /* floats of the call                        */
-    gcmpi_algo algo;       /* what auto picked                          */
+    gcmpi_algo algo;       /* what auto runs (after the trial: settled) */
+    gcmpi_algo model;      /* the model's pick                          */
     double predicted_s;    /* the model's time for it                   */
-    uint64_t calls;        /* calls run with it                         */
+    uint64_t calls;        /* calls run with algo once settled          */
     double measured_s;     /* their summed time on this rank            */
+    /* The trial: the model's two fastest and passthrough, each run for a
+     * few calls; the fastest measured (agreed over ranks) is settled on. */
+    int settled, n_trial;
+    gcmpi_algo trial[GCMPI_AUTO_TRIALS];
+    int trial_calls[GCMPI_AUTO_TRIALS];
+    double trial_min_s[GCMPI_AUTO_TRIALS]; /* this rank's fastest call  */
 } gcmpi_auto_choice;
 
 typedef struct gcmpi_auto_model {
