@@ -67,7 +67,7 @@ __global__ void k_int8_quant(const float *g, float *r, size_t n, size_t bucket,
 __global__ void k_int8_tiles_sync(const float *g, float *r, size_t n, size_t bucket, size_t nb,
                                   size_t bpt, uint8_t *body)
 {
-    __shared__ float sv[TILE_ELEMS];
+    TILE_SHARED_V(sv);
     __shared__ uint32_t part[TILE_THREADS];
     __shared__ float s_scale[TILE_MAX_BUCKETS], s_inv[TILE_MAX_BUCKETS];
     uint8_t *scales = body + BUCKET_FIELD;

@@ -94,7 +94,7 @@ __global__ void k_natural_codes(const float *g, float *r, size_t n, size_t bucke
 __global__ void k_natural_tiles_sync(const float *g, float *r, size_t n, size_t bucket, size_t nb,
                                      size_t bpt, uint32_t key, uint8_t *body)
 {
-    __shared__ float sv[TILE_ELEMS];
+    TILE_SHARED_V(sv);
     __shared__ uint32_t part_hi[TILE_THREADS], part_lo[TILE_THREADS];
     __shared__ uint8_t s_top[TILE_MAX_BUCKETS], s_small[TILE_MAX_BUCKETS];
     uint8_t *tops = body + BUCKET_FIELD, *codes = body + BUCKET_FIELD + nb;

@@ -112,7 +112,7 @@ __global__ void k_sign_bits(const float *g, float *r, size_t n, size_t bucket, s
 __global__ void k_sign_tiles_sync(const float *g, float *r, size_t n, size_t bucket, size_t nb,
                                   size_t bpt, uint8_t *body)
 {
-    __shared__ float sv[TILE_ELEMS];
+    TILE_SHARED_V(sv);
     __shared__ float part[TILE_THREADS];
     __shared__ float s_hi[TILE_MAX_BUCKETS];
     uint8_t *scales = body + BUCKET_FIELD, *out = body + BUCKET_FIELD + 4 * nb;
@@ -142,8 +142,10 @@ __global__ void k_sign_tiles_sync(const float *g, float *r, size_t n, size_t buc
             }
             __syncthreads();
         }
-        for (size_t x = threadIdx.x; x < tl.nbt * mfull; x += TILE_THREADS) {
-            const size_t lb = x / mfull, k = x % mfull, len = bucket_len(n, bucket, tl.b0 + lb);
+        const unsigned ncols = (unsigned)(tl.nbt * mfull), mf = (unsigned)mfull;
+        for (unsigned x = threadIdx.x; x < ncols; x += TILE_THREADS) {
+            const unsigned lb = x / mf, k = x % mf;
+            const size_t len = bucket_len(n, bucket, tl.b0 + lb);
             const size_t m = (len + 7) / 8;
             if (k >= m) continue;
             const float *vb = sv + lb * bucket;

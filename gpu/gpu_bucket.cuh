@@ -78,12 +78,38 @@ __device__ static inline tile tile_at(size_t n, size_t bucket, size_t nb, size_t
     return tl;
 }
 
-/* sv[k] = g[i0 + k] (+ r[i0 + k]) for the tile, then a block barrier. */
+/* Four floats moved as one 16-byte access (tile loads). */
+struct alignas(16) vec4f { float x, y, z, w; };
+
+/* A tile's shared memory: v of up to TILE_ELEMS elements (aligned for vec4f). */
+#define TILE_SHARED_V(sv) \
+    __shared__ vec4f sv##_4[TILE_ELEMS / 4]; \
+    float *const sv = (float *)sv##_4
+
+__device__ static inline vec4f vec4_add(vec4f a, vec4f b)
+{
+    vec4f v = {gx_add(a.x, b.x), gx_add(a.y, b.y), gx_add(a.z, b.z), gx_add(a.w, b.w)};
+    return v;
+}
+
+/* sv[k] = g[i0 + k] (+ r[i0 + k]) for the tile, then a block barrier. A
+ * full tile with 16-byte aligned rows is moved in 16-byte loads, all of a
+ * thread's issued before the first store, so enough bytes are in flight
+ * to keep the memory busy while other blocks compute. */
 __device__ static inline void tile_load(const float *g, const float *r, const tile *tl, float *sv)
 {
-    const float *gt = g + tl->i0;
-    if (r) {
-        const float *rt = r + tl->i0;
+    enum { PER_THREAD = TILE_ELEMS / 4 / TILE_THREADS };
+    const float *gt = g + tl->i0, *rt = r ? r + tl->i0 : NULL;
+    if (tl->cnt == TILE_ELEMS && ((uintptr_t)gt & 15u) == 0 && ((uintptr_t)rt & 15u) == 0) {
+        const vec4f *g4 = (const vec4f *)gt, *r4 = (const vec4f *)rt;
+        vec4f *s4 = (vec4f *)sv, a[PER_THREAD];
+        for (unsigned it = 0; it < PER_THREAD; it++) a[it] = g4[it * TILE_THREADS + threadIdx.x];
+        if (r4) {
+            for (unsigned it = 0; it < PER_THREAD; it++)
+                a[it] = vec4_add(a[it], r4[it * TILE_THREADS + threadIdx.x]);
+        }
+        for (unsigned it = 0; it < PER_THREAD; it++) s4[it * TILE_THREADS + threadIdx.x] = a[it];
+    } else if (rt) {
         for (size_t k = threadIdx.x; k < tl->cnt; k += TILE_THREADS) sv[k] = gx_add(gt[k], rt[k]);
     } else {
         for (size_t k = threadIdx.x; k < tl->cnt; k += TILE_THREADS) sv[k] = gt[k];

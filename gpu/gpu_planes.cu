@@ -97,7 +97,7 @@ __global__ void k_signmag_tiles_sync(const float *g, float *r, size_t n, size_t 
                                      int stat, uint8_t *field, uint8_t *stats, uint8_t *planes,
                                      uint8_t *codes)
 {
-    __shared__ float sv[TILE_ELEMS];
+    TILE_SHARED_V(sv);
     __shared__ float part[TILE_THREADS];
     __shared__ float s_inv[TILE_MAX_BUCKETS], s_step[TILE_MAX_BUCKETS];
     const size_t mfull = (bucket + 7) / 8;
@@ -151,8 +151,10 @@ __global__ void k_signmag_tiles_sync(const float *g, float *r, size_t n, size_t 
             }
             __syncthreads();
         }
-        for (size_t x = threadIdx.x; x < tl.nbt * mfull; x += TILE_THREADS) {
-            const size_t lb = x / mfull, k = x % mfull, b = tl.b0 + lb;
+        const unsigned ncols = (unsigned)(tl.nbt * mfull), mf = (unsigned)mfull;
+        for (unsigned x = threadIdx.x; x < ncols; x += TILE_THREADS) {
+            const unsigned lb = x / mf, k = x % mf;
+            const size_t b = tl.b0 + lb;
             const size_t len = bucket_len(n, bucket, b), m = (len + 7) / 8, i0 = b * bucket;
             if (k >= m) continue;
             const float *vb = sv + lb * bucket;
