@@ -54,7 +54,7 @@ __global__ void k_int8_quant(const float *g, float *r, size_t n, size_t bucket,
                              const float *scales, const float *inv, int8_t *q)
 {
     GRID_STRIDE(i, n) {
-        const size_t b = i / bucket;
+        const size_t b = div_index(i, bucket);
         float v = r ? r[i] : g[i], res;
         q[i] = int8_code(v, inv[b], scales[b], &res);
         if (r) r[i] = res;
@@ -114,13 +114,39 @@ __global__ void k_int8_tiles_sync(const float *g, float *r, size_t n, size_t buc
     }
 }
 
-__global__ void k_int8_decode(const float *scales, const int8_t *q, size_t n, size_t bucket,
-                              float *acc, unsigned *bad)
+/* acc + code * scale; a -128 code sets *bad. */
+__device__ static inline float int8_add(float acc, int8_t c, float scale, unsigned *bad)
 {
-    GRID_STRIDE(i, n) {
-        int8_t c = q[i];
-        if (c == -128) atomicOr(bad, 1u);
-        acc[i] = gx_add(acc[i], gx_mul((float)c, scales[i / bucket]));
+    if (c == -128) atomicOr(bad, 1u);
+    return gx_add(acc, gx_mul((float)c, scale));
+}
+
+/* Elements from .. n - 1, one per thread. */
+__global__ void k_int8_decode(const float *scales, const int8_t *q, size_t from, size_t n,
+                              size_t bucket, float *acc, unsigned *bad)
+{
+    GRID_STRIDE(k, n - from) {
+        const size_t i = from + k;
+        acc[i] = int8_add(acc[i], q[i], scales[div_index(i, bucket)], bad);
+    }
+}
+
+/* Four codes as one 4-byte load. */
+struct alignas(4) int8x4 { int8_t c[4]; };
+
+/* Four elements per thread (q 4-byte, acc 16-byte aligned); nq = n / 4. */
+__global__ void k_int8_decode4(const float *scales, const int8_t *q, size_t nq, size_t bucket,
+                               float *acc, unsigned *bad)
+{
+    GRID_STRIDE(t, nq) {
+        const size_t i = 4 * t;
+        const int8x4 c = ((const int8x4 *)q)[t];
+        vec4f a = ((vec4f *)acc)[t];
+        a.x = int8_add(a.x, c.c[0], scales[div_index(i, bucket)], bad);
+        a.y = int8_add(a.y, c.c[1], scales[div_index(i + 1, bucket)], bad);
+        a.z = int8_add(a.z, c.c[2], scales[div_index(i + 2, bucket)], bad);
+        a.w = int8_add(a.w, c.c[3], scales[div_index(i + 3, bucket)], bad);
+        ((vec4f *)acc)[t] = a;
     }
 }
 
@@ -166,9 +192,16 @@ static size_t int8_decode_add(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *bod
     if (!d) return GC_ERR(ALLOC);
     size_t e = flag_clear(ctx);
     if (gc_is_error(e)) return e;
-    k_int8_decode<<<blocks_for(n, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(
-        (const float *)(d + BUCKET_FIELD), (const int8_t *)(d + BUCKET_FIELD + 4 * nb), n, bucket,
-        acc, ctx->flag);
+    const float *scales = (const float *)(d + BUCKET_FIELD);
+    const int8_t *q = (const int8_t *)(d + BUCKET_FIELD + 4 * nb);
+    size_t done = 0;
+    if (n >= 4 && ((uintptr_t)q & 3u) == 0 && ((uintptr_t)acc & 15u) == 0) {
+        const size_t nq = n / 4;
+        k_int8_decode4<<<blocks_for(nq, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(scales, q, nq, bucket, acc, ctx->flag);
+        done = 4 * nq;
+    }
+    if (done < n)
+        k_int8_decode<<<blocks_for(n - done, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(scales, q, done, n, bucket, acc, ctx->flag);
     return flag_result(ctx);
 }
 

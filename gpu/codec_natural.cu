@@ -81,7 +81,7 @@ __global__ void k_natural_codes(const float *g, float *r, size_t n, size_t bucke
                                 const uint8_t *tops, const uint8_t *small, uint8_t *codes)
 {
     GRID_STRIDE(i, n) {
-        const size_t b = i / bucket;
+        const size_t b = div_index(i, bucket);
         float res;
         codes[i] = natural_code(r ? r[i] : g[i], key, i, tops[b], small[b] != 0, &res);
         if (r) r[i] = res;
@@ -176,7 +176,7 @@ __global__ void k_natural_decode(const uint8_t *tops, const uint8_t *codes, size
                                  size_t bucket, float *acc, unsigned *bad)
 {
     GRID_STRIDE(i, n) {
-        const uint32_t e_top = tops[i / bucket];
+        const uint32_t e_top = tops[div_index(i, bucket)];
         if (e_top < 1 || e_top > 254) {
             atomicOr(bad, 1u);
             continue;

@@ -90,7 +90,7 @@ __global__ void k_sign_bits(const float *g, float *r, size_t n, size_t bucket, s
 {
     const size_t mfull = (bucket + 7) / 8;
     GRID_STRIDE(x, nbytes) {
-        const size_t b = x / mfull, k = x % mfull, len = bucket_len(n, bucket, b);
+        const size_t b = div_index(x, mfull), k = x - b * mfull, len = bucket_len(n, bucket, b);
         const size_t m = (len + 7) / 8, i0 = b * bucket;
         const float hi = scales[b];
         unsigned byte = 0;
@@ -170,7 +170,7 @@ __global__ void k_sign_decode(const float *scales, const uint8_t *in, size_t n, 
 {
     const size_t mfull = (bucket + 7) / 8;
     GRID_STRIDE(x, nbytes) {
-        const size_t b = x / mfull, k = x % mfull, len = bucket_len(n, bucket, b);
+        const size_t b = div_index(x, mfull), k = x - b * mfull, len = bucket_len(n, bucket, b);
         const size_t m = (len + 7) / 8, i0 = b * bucket;
         const float hi = scales[b];
         const unsigned byte = in[x];

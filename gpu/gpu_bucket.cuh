@@ -34,6 +34,13 @@ void gpu_bucket_absmax(gcmpi_gpu_ctx *ctx, const float *g, float *r, size_t n, s
 void gpu_bucket_count_nonneg(gcmpi_gpu_ctx *ctx, const float *v, size_t n, size_t bucket,
                              uint32_t *count);
 
+/* i / d, in 32 bits when both fit (a 64-bit division is a long
+ * instruction sequence on the GPU, and kernels divide per element). */
+__device__ static inline size_t div_index(size_t i, size_t d)
+{
+    return ((i | d) >> 32) ? i / d : (size_t)((uint32_t)i / (uint32_t)d);
+}
+
 /* ---- one-pass bucket tiles --------------------------------------------------
  * Kernels for buckets of at most TILE_BUCKET elements (the default 512) that
  * read g and r once and write r once: a block of TILE_THREADS threads loads

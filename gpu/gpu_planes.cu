@@ -35,7 +35,7 @@ __global__ void k_signmag_encode(const float *g, float *r, size_t n, size_t buck
     const unsigned sign_shift = bits - 1;
     const int32_t top = (int32_t)s;
     GRID_STRIDE(x, ncols) {
-        const size_t b = x / mfull, k = x % mfull, len = bucket_len(n, bucket, b);
+        const size_t b = div_index(x, mfull), k = x - b * mfull, len = bucket_len(n, bucket, b);
         const size_t m = (len + 7) / 8, i0 = b * bucket;
         if (k >= m) continue;
         uint8_t code[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -66,7 +66,7 @@ __global__ void k_signmag_decode(const uint8_t *planes, size_t n, size_t bucket,
     const unsigned sign_shift = bits - 1;
     const uint32_t mask = (1u << sign_shift) - 1u;
     GRID_STRIDE(x, ncols) {
-        const size_t b = x / mfull, k = x % mfull, len = bucket_len(n, bucket, b);
+        const size_t b = div_index(x, mfull), k = x - b * mfull, len = bucket_len(n, bucket, b);
         const size_t m = (len + 7) / 8, i0 = b * bucket;
         if (k >= m) continue;
         const uint8_t *in = planes + b * bits * mfull + k;
@@ -214,7 +214,7 @@ __global__ void k_bits_encode(const float *g, float *r, size_t n, size_t bucket,
 {
     const size_t mfull = (bucket + 7) / 8;
     GRID_STRIDE(x, ncols) {
-        const size_t b = x / mfull, k = x % mfull, len = bucket_len(n, bucket, b);
+        const size_t b = div_index(x, mfull), k = x - b * mfull, len = bucket_len(n, bucket, b);
         const size_t m = (len + 7) / 8, i0 = b * bucket;
         if (k >= m) continue;
         const float hi = ld_f32(levels + 8 * b), lo = ld_f32(levels + 8 * b + 4);
@@ -236,7 +236,7 @@ __global__ void k_bits_decode(const uint8_t *planes, size_t n, size_t bucket, si
 {
     const size_t mfull = (bucket + 7) / 8;
     GRID_STRIDE(x, ncols) {
-        const size_t b = x / mfull, k = x % mfull, len = bucket_len(n, bucket, b);
+        const size_t b = div_index(x, mfull), k = x - b * mfull, len = bucket_len(n, bucket, b);
         const size_t m = (len + 7) / 8, i0 = b * bucket;
         if (k >= m) continue;
         const float hi = ld_f32(levels + 8 * b), lo = ld_f32(levels + 8 * b + 4);
