@@ -42,19 +42,23 @@ __device__ static inline size_t div_index(size_t i, size_t d)
 }
 
 /* ---- one-pass bucket tiles --------------------------------------------------
- * Kernels for buckets of at most TILE_BUCKET elements (the default 512) that
+ * Kernels for buckets of at most TILE_BUCKET elements (the default is 512) that
  * read g and r once and write r once: a block of TILE_THREADS threads loads
  * a tile of whole buckets, v = g + r, into shared memory (coalesced), forms
  * each bucket's statistic there with Q_LANES threads per bucket (thread j
  * over elements j, j+16, ... in order: quant_common.h's lanes, and a bucket
- * this short is one summation chunk), then quantises from shared memory.
+ * of at most Q_CHUNK elements is one summation chunk), then quantises from
+ * shared memory.
  * Longer buckets take the multi-pass kernels above. Kernels using tiles
  * synchronise the block, so their names end in _sync (tests/gpu/emu). */
 #define TILE_THREADS 256u
 #define TILE_ELEMS 8192u        /* floats of v per tile: 32 KiB of shared memory */
-#define TILE_BUCKET 512u        /* the longest bucket a tile takes */
+#define TILE_BUCKET 2048u       /* the longest bucket a tile takes: one chunk */
 #define TILE_MAX_BUCKETS 256u   /* buckets per tile (short buckets) */
 #define TILE_GROUPS (TILE_THREADS / Q_LANES)
+
+static_assert(TILE_BUCKET <= Q_CHUNK && TILE_BUCKET <= TILE_ELEMS,
+              "a tile's bucket is one summation chunk and fits the tile");
 
 static inline int tile_fits(size_t bucket) { return bucket >= 1 && bucket <= TILE_BUCKET; }
 
