@@ -1,15 +1,62 @@
-/* gpu_select.cu — exact top-k by radix select (gpu_select.cuh), digit for
- * digit the selection of codecs/sparse_index.c (refine, bin_of_rank,
- * keep_above), so the CPU and the GPU keep the same indices. */
+/* gpu_select.cu — exact top-k by radix select (gpu_select.cuh): the same
+ * threshold key and tie count as codecs/sparse_index.c (refine,
+ * bin_of_rank, keep_above) finds, so the CPU and the GPU keep the same
+ * indices.
+ *
+ * Cost for n elements, all queued without a host round trip:
+ *   3 histogram passes over the data (digits of 11, 10, 10 bits), each
+ *     into per-block shared-memory bins merged once per block into global
+ *     memory (one global atomic per non-empty bin and block, not one per
+ *     element: the top digit of Gaussian data falls in a few dozen bins,
+ *     so per-element global atomics serialise on them);
+ *   3 one-block picks, a block-wide prefix sum over the bins (not a
+ *     serial walk of up to 2048 dependent loads);
+ *   1 counting pass (per tile of SEL_TILE elements: how many above and at
+ *     the threshold), one scan of the tile counts, 1 emitting pass that
+ *     writes the kept indices ascending (block-wide scan within the tile).
+ * The host waits only where a caller asks for the count (dgc). */
 #include "gpu_select.cuh"
 
 #include "gpu_scan.cuh"
 
-#define SEL_BINS 2048u   /* GC_SPARSE_HIST_BINS: the widest digit */
-#define SEL_SEG 64u      /* elements per thread in the counting passes */
+#define SEL_BINS 2048u        /* GC_SPARSE_HIST_BINS: the widest digit */
+#define SEL_LEVELS 3u
+#define SEL_THREADS 256u      /* threads of every kernel here */
+#define SEL_MAX_BLOCKS 1024u  /* histogram grid: ~8 resident blocks per SM */
+#define SEL_ITEMS 8u          /* contiguous elements per thread in a tile */
+#define SEL_TILE (SEL_THREADS * SEL_ITEMS)
 
 __host__ __device__ static inline unsigned level_shift(unsigned level) { return level == 0 ? 20u : level == 1 ? 10u : 0u; }
 __host__ __device__ static inline unsigned level_bits(unsigned level) { return level == 0 ? 11u : 10u; }
+
+static inline unsigned hist_blocks(size_t n)
+{
+    unsigned b = blocks_for(n, SEL_THREADS);
+    return b < SEL_MAX_BLOCKS ? b : SEL_MAX_BLOCKS;
+}
+
+static inline unsigned tile_blocks(size_t ntiles)
+{
+    return ntiles == 0 ? 1u : ntiles < 65535u * 16u ? (unsigned)ntiles : 65535u * 16u;
+}
+
+/* Inclusive prefix sum of x over the block's threads, through buf
+ * (blockDim.x entries of shared memory); every thread must call it. */
+__device__ static uint64_t block_inclusive_sum(uint64_t x, uint64_t *buf)
+{
+    const unsigned t = threadIdx.x;
+    buf[t] = x;
+    __syncthreads();
+    for (unsigned d = 1; d < blockDim.x; d <<= 1) {
+        const uint64_t y = t >= d ? buf[t - d] : 0;
+        __syncthreads();
+        buf[t] += y;
+        __syncthreads();
+    }
+    const uint64_t r = buf[t];
+    __syncthreads();  /* buf may be reused at once */
+    return r;
+}
 
 __global__ void k_sel_init(gpu_sel *sel, uint32_t k)
 {
@@ -20,44 +67,63 @@ __global__ void k_sel_init(gpu_sel *sel, uint32_t k)
 __global__ void k_sel_all_ties(gpu_sel *sel) { sel->ties = 0xFFFFFFFFu; }
 
 /* Histogram of digit `level` over the keys that agree with sel->key on
- * the digits above it. */
-__global__ void k_sel_hist(const float *v, const uint32_t *keys, size_t n, unsigned level,
-                           const gpu_sel *sel, uint32_t *hist)
+ * the digits above it: counted in shared memory, then added to hist. */
+__global__ void k_sel_hist_sync(const float *v, const uint32_t *keys, size_t n, unsigned level,
+                                const gpu_sel *sel, uint32_t *hist)
 {
+    __shared__ uint32_t bin[SEL_BINS];
     const unsigned shift = level_shift(level), bins = 1u << level_bits(level);
     const unsigned top = shift + level_bits(level);
     const uint32_t want = level == 0 ? 0u : sel->key >> top;
+    for (unsigned b = threadIdx.x; b < bins; b += blockDim.x) bin[b] = 0;
+    __syncthreads();
     GRID_STRIDE(i, n) {
         const uint32_t key = keys ? keys[i] : mag_key(v[i]);
-        if (level == 0 || (key >> top) == want) atomicAdd(&hist[(key >> shift) & (bins - 1)], 1u);
+        if (level == 0 || (key >> top) == want) atomicAdd(&bin[(key >> shift) & (bins - 1)], 1u);
     }
+    __syncthreads();
+    for (unsigned b = threadIdx.x; b < bins; b += blockDim.x)
+        if (bin[b]) atomicAdd(&hist[b], bin[b]);
 }
 
-/* bin_of_rank: walk the bins from the top to the one holding the
- * sel->ties-th largest; fix that digit and count what lies above. */
-__global__ void k_sel_pick(const uint32_t *hist, unsigned level, gpu_sel *sel)
+/* bin_of_rank: the bin holding the sel->ties-th largest key (counting
+ * from the top bin; bin 0 when the count falls short); fix that digit and
+ * keep the rank within it. Each thread owns a run of bins from the top,
+ * a block prefix sum gives the count above each run. */
+__global__ void k_sel_pick_sync(const uint32_t *hist, unsigned level, gpu_sel *sel)
 {
-    const unsigned bins = 1u << level_bits(level);
+    __shared__ uint64_t buf[SEL_THREADS];
+    const unsigned bins = 1u << level_bits(level), per = (bins + blockDim.x - 1) / blockDim.x;
     const uint32_t need = sel->ties;
-    uint32_t sum = 0;
-    unsigned b = bins - 1;
-    while (b > 0 && sum + hist[b] < need) sum += hist[b--];
-    sel->ties = need - sum;
-    sel->key |= (uint32_t)b << level_shift(level);
+    const unsigned hi = threadIdx.x * per;  /* this thread: bins - 1 - hi down */
+    uint64_t mine = 0;
+    for (unsigned j = 0; j < per && hi + j < bins; j++) mine += hist[bins - 1 - hi - j];
+    uint64_t above = block_inclusive_sum(mine, buf) - mine;  /* all read sel before this */
+    for (unsigned j = 0; j < per && hi + j < bins; j++) {
+        const unsigned b = bins - 1 - hi - j;
+        const uint32_t h = hist[b];
+        if (above < need && (above + h >= need || b == 0)) {
+            sel->ties = need - (uint32_t)above;
+            sel->key |= (uint32_t)b << level_shift(level);
+        }
+        above += h;
+    }
 }
 
 size_t gpu_select_threshold(gcmpi_gpu_ctx *ctx, scratch *s, const float *v,
                             const uint32_t *keys, size_t n, size_t k, gpu_sel *sel)
 {
     cudaStream_t st = ctx->stream;
-    uint32_t *hist = (uint32_t *)scratch_get(ctx, s, SEL_BINS * sizeof(uint32_t));
+    const size_t bytes = SEL_LEVELS * SEL_BINS * sizeof(uint32_t);
+    uint32_t *hist = (uint32_t *)scratch_get(ctx, s, bytes);
     if (!hist) return GC_ERR(ALLOC);
+    /* One histogram per level, cleared together: no clearing between. */
+    if (cudaMemsetAsync(hist, 0, bytes, st) != cudaSuccess) return GC_ERR(GENERIC);
     k_sel_init<<<1, 1, 0, st>>>(sel, (uint32_t)k);
-    for (unsigned level = 0; level < 3; level++) {
-        if (cudaMemsetAsync(hist, 0, SEL_BINS * sizeof(uint32_t), st) != cudaSuccess)
-            return GC_ERR(GENERIC);
-        k_sel_hist<<<blocks_for(n, GPU_THREADS), GPU_THREADS, 0, st>>>(v, keys, n, level, sel, hist);
-        k_sel_pick<<<1, 1, 0, st>>>(hist, level, sel);
+    for (unsigned level = 0; level < SEL_LEVELS; level++) {
+        uint32_t *h = hist + level * SEL_BINS;
+        k_sel_hist_sync<<<hist_blocks(n), SEL_THREADS, 0, st>>>(v, keys, n, level, sel, h);
+        k_sel_pick_sync<<<1, SEL_THREADS, 0, st>>>(h, level, sel);
     }
     return 0;
 }
@@ -67,73 +133,94 @@ void gpu_select_all_ties(gcmpi_gpu_ctx *ctx, gpu_sel *sel)
     k_sel_all_ties<<<1, 1, 0, ctx->stream>>>(sel);
 }
 
-/* Per segment: elements above the threshold (high word) and equal to it
- * (low word); n < 2^32, so the low word never carries in the scan. */
-__global__ void k_sel_count(const float *v, size_t n, const gpu_sel *sel, size_t nseg,
-                            uint64_t *seg)
+/* Thread t of a tile owns elements [t * SEL_ITEMS, (t + 1) * SEL_ITEMS)
+ * of it; its count of keys above the threshold (high word) and equal to
+ * it (low word). n < 2^32, so the low word never carries into the high
+ * one in any sum of these. */
+__device__ static inline uint64_t thread_counts(const float *v, size_t n, size_t lo, uint32_t t)
 {
+    uint32_t above = 0, equal = 0;
+    for (unsigned q = 0; q < SEL_ITEMS; q++) {
+        if (lo + q >= n) break;
+        const uint32_t key = mag_key(v[lo + q]);
+        above += key > t;
+        equal += key == t;
+    }
+    return (uint64_t)above << 32 | equal;
+}
+
+/* seg[tile] = the tile's counts. */
+__global__ void k_sel_count_sync(const float *v, size_t n, const gpu_sel *sel, size_t ntiles,
+                                 uint64_t *seg)
+{
+    __shared__ uint64_t buf[SEL_THREADS];
     const uint32_t t = sel->key;
-    GRID_STRIDE(sg, nseg) {
-        const size_t lo = sg * SEL_SEG, hi = n - lo < SEL_SEG ? n : lo + SEL_SEG;
-        uint64_t above = 0, equal = 0;
-        for (size_t i = lo; i < hi; i++) {
-            const uint32_t key = mag_key(v[i]);
-            above += key > t;
-            equal += key == t;
-        }
-        seg[sg] = above << 32 | equal;
+    for (size_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
+        const size_t lo = tile * SEL_TILE + (size_t)threadIdx.x * SEL_ITEMS;
+        const uint64_t sum = block_inclusive_sum(thread_counts(v, n, lo, t), buf);
+        if (threadIdx.x == blockDim.x - 1) seg[tile] = sum;
     }
 }
 
-/* Element i goes to (above before i) + min(equal before i, ties). */
-__global__ void k_sel_emit(const float *v, size_t n, const gpu_sel *sel, size_t nseg,
-                           const uint64_t *seg, uint32_t *idx)
+/* seg[tile] = the counts before the tile (scanned). Element i goes to
+ * (above before i) + min(equal before i, ties), as keep_above places it. */
+__global__ void k_sel_emit_sync(const float *v, size_t n, const gpu_sel *sel, size_t ntiles,
+                                const uint64_t *seg, uint32_t *idx)
 {
+    __shared__ uint64_t buf[SEL_THREADS];
     const uint32_t t = sel->key;
     const uint64_t ties = sel->ties;
-    GRID_STRIDE(sg, nseg) {
-        const size_t lo = sg * SEL_SEG, hi = n - lo < SEL_SEG ? n : lo + SEL_SEG;
-        uint64_t above = seg[sg] >> 32, equal = seg[sg] & 0xFFFFFFFFu;
-        for (size_t i = lo; i < hi; i++) {
-            const uint32_t key = mag_key(v[i]);
+    for (size_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
+        const size_t lo = tile * SEL_TILE + (size_t)threadIdx.x * SEL_ITEMS;
+        const uint64_t mine = thread_counts(v, n, lo, t);
+        const uint64_t before = seg[tile] + block_inclusive_sum(mine, buf) - mine;
+        if (!mine) continue;
+        uint64_t above = before >> 32, equal = before & 0xFFFFFFFFu;
+        for (unsigned q = 0; q < SEL_ITEMS && lo + q < n; q++) {
+            const uint32_t key = mag_key(v[lo + q]);
             if (key > t) {
-                idx[above + (equal < ties ? equal : ties)] = (uint32_t)i;
+                idx[above + (equal < ties ? equal : ties)] = (uint32_t)(lo + q);
                 above++;
             } else if (key == t) {
-                if (equal < ties) idx[above + equal] = (uint32_t)i;
+                if (equal < ties) idx[above + equal] = (uint32_t)(lo + q);
                 equal++;
             }
         }
     }
 }
 
+/* *count = above + min(equal, ties) from the scanned total. */
+__global__ void k_sel_total(const uint64_t *total, const gpu_sel *sel, uint64_t *count)
+{
+    const uint64_t equal = *total & 0xFFFFFFFFu;
+    *count = (*total >> 32) + (equal < sel->ties ? equal : sel->ties);
+}
+
 size_t gpu_select_count(gcmpi_gpu_ctx *ctx, scratch *s, const float *v, size_t n,
                         const gpu_sel *sel, gpu_sel_pass *pass, size_t *count)
 {
     cudaStream_t st = ctx->stream;
-    pass->nseg = (n + SEL_SEG - 1) / SEL_SEG;
-    pass->seg = (uint64_t *)scratch_get(ctx, s, (pass->nseg + 1) * sizeof(uint64_t));
+    pass->nseg = (n + SEL_TILE - 1) / SEL_TILE;
+    pass->seg = (uint64_t *)scratch_get(ctx, s, (pass->nseg + 2) * sizeof(uint64_t));
     if (!pass->seg) return GC_ERR(ALLOC);
     uint64_t *total = pass->seg + pass->nseg;
-    k_sel_count<<<blocks_for(pass->nseg, GPU_THREADS), GPU_THREADS, 0, st>>>(v, n, sel, pass->nseg,
-                                                                              pass->seg);
+    k_sel_count_sync<<<tile_blocks(pass->nseg), SEL_THREADS, 0, st>>>(v, n, sel, pass->nseg,
+                                                                       pass->seg);
     gpu_scan_u64(ctx, pass->seg, pass->nseg, total);
     if (!count) return 0;
-    uint64_t sum = 0;
-    gpu_sel h;
-    size_t e = fetch(ctx, &sum, total, sizeof sum);
+    /* The one wait: the caller needs the count to go on. */
+    k_sel_total<<<1, 1, 0, st>>>(total, sel, total + 1);
+    uint64_t c = 0;
+    size_t e = fetch(ctx, &c, total + 1, sizeof c);
     if (gc_is_error(e)) return e;
-    e = fetch(ctx, &h, sel, sizeof h);
-    if (gc_is_error(e)) return e;
-    const uint64_t equal = sum & 0xFFFFFFFFu;
-    *count = (size_t)((sum >> 32) + (equal < h.ties ? equal : h.ties));
+    *count = (size_t)c;
     return 0;
 }
 
 void gpu_select_emit(gcmpi_gpu_ctx *ctx, const float *v, size_t n, const gpu_sel *sel,
                      const gpu_sel_pass *pass, uint32_t *idx)
 {
-    k_sel_emit<<<blocks_for(pass->nseg, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(
+    k_sel_emit_sync<<<tile_blocks(pass->nseg), SEL_THREADS, 0, ctx->stream>>>(
         v, n, sel, pass->nseg, pass->seg, idx);
 }
 
