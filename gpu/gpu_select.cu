@@ -11,13 +11,11 @@
  *     so per-element global atomics serialise on them);
  *   3 one-block picks, a block-wide prefix sum over the bins (not a
  *     serial walk of up to 2048 dependent loads);
- *   1 counting pass (per tile of SEL_TILE elements: how many above and at
- *     the threshold), one scan of the tile counts, 1 emitting pass that
- *     writes the kept indices ascending (block-wide scan within the tile).
+ *   1 compacting pass that writes the kept indices ascending: per tile of
+ *     SEL_TILE elements a block-wide scan of the threads' counts (above
+ *     and at the threshold), the tiles chained by a decoupled look-back.
  * The host waits only where a caller asks for the count (dgc). */
 #include "gpu_select.cuh"
-
-#include "gpu_scan.cuh"
 
 #define SEL_BINS 2048u        /* GC_SPARSE_HIST_BINS: the widest digit */
 #define SEL_LEVELS 3u
@@ -33,11 +31,6 @@ static inline unsigned hist_blocks(size_t n)
 {
     unsigned b = blocks_for(n, SEL_THREADS);
     return b < SEL_MAX_BLOCKS ? b : SEL_MAX_BLOCKS;
-}
-
-static inline unsigned tile_blocks(size_t ntiles)
-{
-    return ntiles == 0 ? 1u : ntiles < 65535u * 16u ? (unsigned)ntiles : 65535u * 16u;
 }
 
 /* Inclusive prefix sum of x over the block's threads, through buf
@@ -149,64 +142,115 @@ __device__ static inline uint64_t thread_counts(const float *v, size_t n, size_t
     return (uint64_t)above << 32 | equal;
 }
 
-/* seg[tile] = the tile's counts. */
-__global__ void k_sel_count_sync(const float *v, size_t n, const gpu_sel *sel, size_t ntiles,
-                                 uint64_t *seg)
+/* The chained scan over tiles (decoupled look-back): a tile publishes its
+ * counts, then adds up its predecessors' from the nearest one that has
+ * published its inclusive prefix, so the emitting pass needs no counting
+ * pass and no separate scan before it. Tiles are numbered in the order
+ * blocks take them (a ticket), so every tile waited on belongs to a block
+ * already running, which publishes before it waits itself. */
+#define TILE_EMPTY 0u
+#define TILE_AGGREGATE 1u
+#define TILE_PREFIX 2u
+
+typedef struct sel_chain {
+    uint32_t *status;  /* per tile; then the ticket counter */
+    uint64_t *agg;     /* per tile: its own counts */
+    uint64_t *incl;    /* per tile: the counts up to and including it */
+} sel_chain;
+
+/* Counts before `tile`, after publishing its own, agg. One thread. */
+__device__ static uint64_t chain_prefix(const sel_chain &c, uint32_t tile, uint64_t agg)
 {
-    __shared__ uint64_t buf[SEL_THREADS];
-    const uint32_t t = sel->key;
-    for (size_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
-        const size_t lo = tile * SEL_TILE + (size_t)threadIdx.x * SEL_ITEMS;
-        const uint64_t sum = block_inclusive_sum(thread_counts(v, n, lo, t), buf);
-        if (threadIdx.x == blockDim.x - 1) seg[tile] = sum;
+    volatile uint32_t *status = c.status;
+    volatile uint64_t *aggs = c.agg, *incls = c.incl;
+    uint64_t prefix = 0;
+    if (tile > 0) {
+        aggs[tile] = agg;
+        __threadfence();
+        status[tile] = TILE_AGGREGATE;
+        for (uint32_t j = tile - 1;; j--) {
+            uint32_t st;
+            while ((st = status[j]) == TILE_EMPTY) {
+            }
+            __threadfence();
+            if (st == TILE_PREFIX) {
+                prefix += incls[j];
+                break;
+            }
+            prefix += aggs[j];
+        }
     }
+    incls[tile] = prefix + agg;
+    __threadfence();
+    status[tile] = TILE_PREFIX;
+    return prefix;
 }
 
-/* seg[tile] = the counts before the tile (scanned). Element i goes to
- * (above before i) + min(equal before i, ties), as keep_above places it. */
-__global__ void k_sel_emit_sync(const float *v, size_t n, const gpu_sel *sel, size_t ntiles,
-                                const uint64_t *seg, uint32_t *idx)
+/* Element i goes to (above before i) + min(equal before i, ties), as
+ * keep_above places it; positions from cap on are dropped. *total = the
+ * counts of all tiles. */
+__global__ void k_sel_compact_sync(const float *v, size_t n, const gpu_sel *sel, uint32_t ntiles,
+                                   sel_chain chain, uint32_t *idx, size_t cap, uint64_t *total)
 {
     __shared__ uint64_t buf[SEL_THREADS];
+    __shared__ uint64_t tile_before;
+    __shared__ uint32_t tile_ticket;
     const uint32_t t = sel->key;
     const uint64_t ties = sel->ties;
-    for (size_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
-        const size_t lo = tile * SEL_TILE + (size_t)threadIdx.x * SEL_ITEMS;
+    for (;;) {
+        if (threadIdx.x == 0) tile_ticket = atomicAdd(chain.status + ntiles, 1u);
+        __syncthreads();
+        const uint32_t tile = tile_ticket;
+        if (tile >= ntiles) break;  /* the same for every thread of the block */
+        const size_t lo = (size_t)tile * SEL_TILE + (size_t)threadIdx.x * SEL_ITEMS;
         const uint64_t mine = thread_counts(v, n, lo, t);
-        const uint64_t before = seg[tile] + block_inclusive_sum(mine, buf) - mine;
+        const uint64_t upto = block_inclusive_sum(mine, buf);
+        if (threadIdx.x == blockDim.x - 1) {
+            tile_before = chain_prefix(chain, tile, upto);
+            if (tile == ntiles - 1) *total = tile_before + upto;
+        }
+        __syncthreads();
+        const uint64_t before = tile_before + upto - mine;
+        __syncthreads();  /* tile_ticket and tile_before are rewritten next round */
         if (!mine) continue;
         uint64_t above = before >> 32, equal = before & 0xFFFFFFFFu;
         for (unsigned q = 0; q < SEL_ITEMS && lo + q < n; q++) {
             const uint32_t key = mag_key(v[lo + q]);
+            uint64_t at = cap;
             if (key > t) {
-                idx[above + (equal < ties ? equal : ties)] = (uint32_t)(lo + q);
+                at = above + (equal < ties ? equal : ties);
                 above++;
             } else if (key == t) {
-                if (equal < ties) idx[above + equal] = (uint32_t)(lo + q);
+                if (equal < ties) at = above + equal;
                 equal++;
             }
+            if (at < cap) idx[at] = (uint32_t)(lo + q);
         }
     }
 }
 
-/* *count = above + min(equal, ties) from the scanned total. */
+/* *count = above + min(equal, ties) from the total counts. */
 __global__ void k_sel_total(const uint64_t *total, const gpu_sel *sel, uint64_t *count)
 {
     const uint64_t equal = *total & 0xFFFFFFFFu;
     *count = (*total >> 32) + (equal < sel->ties ? equal : sel->ties);
 }
 
-size_t gpu_select_count(gcmpi_gpu_ctx *ctx, scratch *s, const float *v, size_t n,
-                        const gpu_sel *sel, gpu_sel_pass *pass, size_t *count)
+size_t gpu_select_compact(gcmpi_gpu_ctx *ctx, scratch *s, const float *v, size_t n,
+                          const gpu_sel *sel, uint32_t *idx, size_t cap, size_t *count)
 {
     cudaStream_t st = ctx->stream;
-    pass->nseg = (n + SEL_TILE - 1) / SEL_TILE;
-    pass->seg = (uint64_t *)scratch_get(ctx, s, (pass->nseg + 2) * sizeof(uint64_t));
-    if (!pass->seg) return GC_ERR(ALLOC);
-    uint64_t *total = pass->seg + pass->nseg;
-    k_sel_count_sync<<<tile_blocks(pass->nseg), SEL_THREADS, 0, st>>>(v, n, sel, pass->nseg,
-                                                                       pass->seg);
-    gpu_scan_u64(ctx, pass->seg, pass->nseg, total);
+    const size_t ntiles = (n + SEL_TILE - 1) / SEL_TILE;  /* < 2^21: n < 2^32 */
+    const size_t flags = (ntiles + 1) * sizeof(uint32_t);
+    uint32_t *status = (uint32_t *)scratch_get(ctx, s, flags);
+    uint64_t *sums = (uint64_t *)scratch_get(ctx, s, (2 * ntiles + 2) * sizeof(uint64_t));
+    if (!status || !sums) return GC_ERR(ALLOC);
+    if (cudaMemsetAsync(status, 0, flags, st) != cudaSuccess) return GC_ERR(GENERIC);
+    const sel_chain chain = {status, sums, sums + ntiles};
+    uint64_t *total = sums + 2 * ntiles;
+    const unsigned blocks = ntiles < SEL_MAX_BLOCKS ? (unsigned)(ntiles ? ntiles : 1) : SEL_MAX_BLOCKS;
+    k_sel_compact_sync<<<blocks, SEL_THREADS, 0, st>>>(v, n, sel, (uint32_t)ntiles, chain, idx, cap,
+                                                      total);
     if (!count) return 0;
     /* The one wait: the caller needs the count to go on. */
     k_sel_total<<<1, 1, 0, st>>>(total, sel, total + 1);
@@ -215,13 +259,6 @@ size_t gpu_select_count(gcmpi_gpu_ctx *ctx, scratch *s, const float *v, size_t n
     if (gc_is_error(e)) return e;
     *count = (size_t)c;
     return 0;
-}
-
-void gpu_select_emit(gcmpi_gpu_ctx *ctx, const float *v, size_t n, const gpu_sel *sel,
-                     const gpu_sel_pass *pass, uint32_t *idx)
-{
-    k_sel_emit_sync<<<tile_blocks(pass->nseg), SEL_THREADS, 0, ctx->stream>>>(
-        v, n, sel, pass->nseg, pass->seg, idx);
 }
 
 __global__ void k_iota(uint32_t *idx, size_t n)
@@ -241,9 +278,5 @@ size_t gpu_topk_indices(gcmpi_gpu_ctx *ctx, scratch *s, const float *v, size_t n
     if (!sel) return GC_ERR(ALLOC);
     size_t e = gpu_select_threshold(ctx, s, v, NULL, n, k, sel);
     if (gc_is_error(e)) return e;
-    gpu_sel_pass pass;
-    e = gpu_select_count(ctx, s, v, n, sel, &pass, NULL);
-    if (gc_is_error(e)) return e;
-    gpu_select_emit(ctx, v, n, sel, &pass, idx);
-    return 0;
+    return gpu_select_compact(ctx, s, v, n, sel, idx, k, NULL);
 }
