@@ -21,6 +21,7 @@
 #define SEL_LEVELS 3u
 #define SEL_THREADS 256u      /* threads of every kernel here */
 #define SEL_MAX_BLOCKS 1024u  /* histogram grid: ~8 resident blocks per SM */
+#define SEL_UNROLL 4u         /* loads per thread at once in the histograms */
 #define SEL_ITEMS 8u          /* contiguous elements per thread in a tile */
 #define SEL_TILE (SEL_THREADS * SEL_ITEMS)
 
@@ -70,7 +71,19 @@ __global__ void k_sel_hist_sync(const float *v, const uint32_t *keys, size_t n, 
     const uint32_t want = level == 0 ? 0u : sel->key >> top;
     for (unsigned b = threadIdx.x; b < bins; b += blockDim.x) bin[b] = 0;
     __syncthreads();
-    GRID_STRIDE(i, n) {
+    /* SEL_UNROLL independent loads in flight per thread: one each would
+     * leave too few bytes in flight per SM to keep the memory busy. */
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    for (; i + (SEL_UNROLL - 1) * stride < n; i += SEL_UNROLL * stride) {
+        uint32_t key[SEL_UNROLL];
+        for (unsigned u = 0; u < SEL_UNROLL; u++)
+            key[u] = keys ? keys[i + u * stride] : mag_key(v[i + u * stride]);
+        for (unsigned u = 0; u < SEL_UNROLL; u++)
+            if (level == 0 || (key[u] >> top) == want)
+                atomicAdd(&bin[(key[u] >> shift) & (bins - 1)], 1u);
+    }
+    for (; i < n; i += stride) {
         const uint32_t key = keys ? keys[i] : mag_key(v[i]);
         if (level == 0 || (key >> top) == want) atomicAdd(&bin[(key >> shift) & (bins - 1)], 1u);
     }
@@ -133,11 +146,10 @@ void gpu_select_all_ties(gcmpi_gpu_ctx *ctx, gpu_sel *sel)
 __device__ static inline uint64_t thread_counts(const float *v, size_t n, size_t lo, uint32_t t)
 {
     uint32_t above = 0, equal = 0;
-    for (unsigned q = 0; q < SEL_ITEMS; q++) {
-        if (lo + q >= n) break;
-        const uint32_t key = mag_key(v[lo + q]);
-        above += key > t;
-        equal += key == t;
+    for (unsigned q = 0; q < SEL_ITEMS; q++) {  /* predicated, not broken: unrolled, loads at once */
+        const uint32_t key = lo + q < n ? mag_key(v[lo + q]) : 0u;
+        above += lo + q < n && key > t;
+        equal += lo + q < n && key == t;
     }
     return (uint64_t)above << 32 | equal;
 }
