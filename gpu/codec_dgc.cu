@@ -73,14 +73,13 @@ static size_t dgc_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float *
         e = gpu_select_threshold(ctx, s, NULL, keys, ns, kept_count(ns, p->ratio), sel);
         if (gc_is_error(e)) return e;
         gpu_select_all_ties(ctx, sel);
-        gpu_sel_pass pass;
+        /* One pass writes up to hi candidates and counts them all: when
+         * the count is in range they are the selection, else they are
+         * dropped for the exact top-k. */
         size_t c = 0;
-        e = gpu_select_count(ctx, s, v, n, sel, &pass, &c);
+        e = gpu_select_compact(ctx, s, v, n, sel, idx, hi, &c);
         if (gc_is_error(e)) return e;
-        if (c >= dgc_lo(k, p) && c <= hi) {
-            gpu_select_emit(ctx, v, n, sel, &pass, idx);
-            return gpu_sparse_body_write(ctx, s, idx, c, v, r, n, body, cap);
-        }
+        if (c >= dgc_lo(k, p) && c <= hi) return gpu_sparse_body_write(ctx, s, idx, c, v, r, n, body, cap);
     }
     e = gpu_topk_indices(ctx, s, v, n, k, idx);
     if (gc_is_error(e)) return e;

@@ -1,10 +1,17 @@
 /* codec_eg.cu — codecs/codec_eg.c on the device: fixed-point quantisation
  * q = round(2^n v) (n from the largest finite |v| unless given), zig-zag,
  * per-bucket order k (the CPU's exact best order over the same sample, one
- * thread per bucket), and the order-k Exp-Golomb stream: code lengths
- * summed per segment, a prefix scan for every code's bit offset, codes
- * written with 64-bit atomic ORs. The decode, a sequential parse of the
- * stream, runs on the host (gpu_host_decode_add). */
+ * thread per bucket), and the order-k Exp-Golomb stream. The decode, a
+ * sequential parse of the stream, runs on the host (gpu_host_decode_add).
+ *
+ * Passes, queued with one host wait (the stream's length, which the caller
+ * needs): the largest |v| (register, then shared, then one global atomic
+ * per block: one atomic per element on one word serialises), n computed
+ * on the device; quantisation (v -> z, r); orders; code lengths per tile
+ * of EG_TILE elements; a scan of the tile lengths; the codes of each tile
+ * assembled in shared memory (a block scan places each thread's codes)
+ * and stored as whole 64-bit words, atomically only where a word is
+ * shared with a neighbouring tile. */
 #include "gpu_scan.cuh"
 
 #define EG_HEAD 5
@@ -15,7 +22,14 @@
 #define EG_MAX_CODE_BITS 63u
 #define EG_K_SAMPLES 64u
 #define EG_MAX_ORDER 30u
-#define EG_SEG 64u
+#define EG_THREADS 256u
+#define EG_ITEMS 8u                      /* contiguous elements per thread */
+#define EG_TILE (EG_THREADS * EG_ITEMS)
+#define EG_MAX_BLOCKS 1024u
+/* 32-bit words of one tile's bits: every code at its longest, an order in
+ * front of every element (bucket 1), the tile's offset in its first
+ * 64-bit word, rounded to whole 64-bit words. */
+#define EG_TILE_WORDS ((EG_TILE * (EG_MAX_CODE_BITS + EG_K_BITS) + 63u) / 64u * 2u + 2u)
 
 __device__ static inline unsigned eg_bitlen(uint64_t x) { return x ? 64u - (unsigned)__clzll((long long)x) : 0u; }
 
@@ -33,20 +47,48 @@ __device__ static inline uint32_t zigzag(int32_t q)
     return ((uint32_t)q << 1) ^ (uint32_t)-(int32_t)((uint32_t)q >> 31);
 }
 
-/* finite_abs_bits of v = g (+ r), max over all (max_abs). */
-__global__ void k_eg_maxabs(const float *g, const float *r, size_t n, unsigned *m)
+/* finite_abs_bits of v = g (+ r), max over all (max_abs): per thread,
+ * then per block in shared memory, then one atomic per block. */
+__global__ void k_eg_maxabs_sync(const float *g, const float *r, size_t n, unsigned *m)
 {
+    __shared__ unsigned block_max;
+    if (threadIdx.x == 0) block_max = 0;
+    __syncthreads();
+    unsigned mine = 0;
     GRID_STRIDE(i, n) {
         const float v = r ? gx_add(g[i], r[i]) : g[i];
         const uint32_t a = fbits(v) & 0x7FFFFFFFu;
-        if (a < 0x7F800000u && a) atomicMax(m, a);
+        if (a < 0x7F800000u && a > mine) mine = a;
     }
+    if (mine) atomicMax(&block_max, mine);
+    __syncthreads();
+    if (threadIdx.x == 0 && block_max) atomicMax(m, block_max);
 }
 
-/* quantise(): z = zigzag(round(clamp(v 2^n))), r = v - q 2^-n. */
-__global__ void k_eg_quant(const float *g, float *r, size_t n, float scale, float step,
-                           uint32_t *z)
+/* *e = n: fixed (m NULL), or from the largest finite |v| as codec_eg.c
+ * derives it, on the device so the host need not wait for it. */
+__global__ void k_eg_exponent(const unsigned *m, int fixed, int *e)
 {
+    if (!m) {
+        *e = fixed;
+        return;
+    }
+    const float mf = bitsf(*m);
+    int x = 0;
+    if (mf != 0.0f) {
+        int ex;
+        frexpf(mf, &ex);
+        x = EG_AUTO_RANGE_BITS - ex;
+        x = x < -EG_N_LIMIT ? -EG_N_LIMIT : x > EG_N_LIMIT ? EG_N_LIMIT : x;
+    }
+    *e = x;
+}
+
+/* quantise(): z = zigzag(round(clamp(v 2^n))), r = v - q 2^-n (2^n and
+ * 2^-n are exact for |n| <= EG_N_LIMIT). */
+__global__ void k_eg_quant(const float *g, float *r, size_t n, const int *e, uint32_t *z)
+{
+    const float scale = ldexpf(1.0f, *e), step = ldexpf(1.0f, -*e);
     GRID_STRIDE(i, n) {
         const float v = r ? gx_add(g[i], r[i]) : g[i];
         float x = gx_mul(v, scale);
@@ -94,54 +136,116 @@ __global__ void k_eg_orders(const uint32_t *z, size_t n, size_t bucket, size_t n
     }
 }
 
-/* Bits of a segment: each element's code, and the 5-bit order in front
- * of each bucket's first element. */
-__global__ void k_eg_bits(const uint32_t *z, size_t n, size_t bucket, const uint8_t *order,
-                          size_t nseg, uint64_t *seg)
+/* OR the nb (<= 63) bits of v into the 32-bit shared words w at bit at. */
+__device__ static inline void eg_put_shared(unsigned *w, uint64_t at, uint64_t v, unsigned nb)
 {
-    GRID_STRIDE(sg, nseg) {
-        const size_t lo = sg * EG_SEG, hi = n - lo < EG_SEG ? n : lo + EG_SEG;
-        uint64_t sum = 0;
-        for (size_t i = lo; i < hi; i++) {
-            unsigned nb;
-            (void)eg_word(z[i], order[i / bucket], &nb);
-            sum += nb + (i % bucket == 0 ? EG_K_BITS : 0u);
+    const unsigned sh = (unsigned)(at & 31u);
+    const size_t q = (size_t)(at >> 5);
+    atomicOr(&w[q], (unsigned)(v << sh));
+    if (sh + nb > 32u) atomicOr(&w[q + 1], (unsigned)(v >> (32u - sh)));
+    if (sh + nb > 64u) atomicOr(&w[q + 2], (unsigned)(v >> (64u - sh)));
+}
+
+/* Inclusive prefix sum of x over the block's threads through buf
+ * (blockDim.x entries of shared memory); every thread must call it, and
+ * buf[blockDim.x - 1] holds the block's total until buf is reused. */
+__device__ static uint64_t eg_block_sum(uint64_t x, uint64_t *buf)
+{
+    const unsigned t = threadIdx.x;
+    buf[t] = x;
+    __syncthreads();
+    for (unsigned d = 1; d < blockDim.x; d <<= 1) {
+        const uint64_t y = t >= d ? buf[t - d] : 0;
+        __syncthreads();
+        buf[t] += y;
+        __syncthreads();
+    }
+    const uint64_t r = buf[t];
+    __syncthreads();
+    return r;
+}
+
+/* The stream bits of elements [lo, lo + EG_ITEMS) (clipped to n): each
+ * code, and the 5-bit order in front of each bucket's first element.
+ * With w, also ORs them into the shared words w from bit at. One
+ * division per thread, not two per element. */
+__device__ static uint64_t eg_thread_bits(const uint32_t *z, size_t n, size_t bucket,
+                                          const uint8_t *order, size_t lo, unsigned *w,
+                                          uint64_t at)
+{
+    size_t bi = lo / bucket, rem = lo % bucket;
+    uint64_t sum = 0;
+    for (unsigned q = 0; q < EG_ITEMS && lo + q < n; q++) {
+        const unsigned k = order[bi];
+        if (rem == 0) {
+            if (w) eg_put_shared(w, at + sum, k, EG_K_BITS);
+            sum += EG_K_BITS;
         }
-        seg[sg] = sum;
+        unsigned nb;
+        const uint64_t word = eg_word(z[lo + q], k, &nb);
+        if (w) eg_put_shared(w, at + sum, word, nb);
+        sum += nb;
+        if (++rem == bucket) {
+            rem = 0;
+            bi++;
+        }
+    }
+    return sum;
+}
+
+/* seg[tile] = the bits of the tile's elements. */
+__global__ void k_eg_bits_sync(const uint32_t *z, size_t n, size_t bucket, const uint8_t *order,
+                               size_t ntiles, uint64_t *seg)
+{
+    __shared__ uint64_t buf[EG_THREADS];
+    for (size_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
+        const size_t lo = tile * EG_TILE + (size_t)threadIdx.x * EG_ITEMS;
+        const uint64_t sum = eg_block_sum(eg_thread_bits(z, n, bucket, order, lo, NULL, 0), buf);
+        if (threadIdx.x == blockDim.x - 1) seg[tile] = sum;
     }
 }
 
-__device__ static inline void put_bits(unsigned long long *w, uint64_t at, uint64_t v, unsigned nb)
+/* seg[tile] = the tile's first bit (scanned). The tile's bits go into
+ * shared words laid out as the global 64-bit words from the one holding
+ * that first bit; then out as whole words, the first and the last by
+ * atomic OR (a neighbouring tile may own bits in them), the others by
+ * plain stores. */
+__global__ void k_eg_write_sync(const uint32_t *z, size_t n, size_t bucket, const uint8_t *order,
+                                size_t ntiles, const uint64_t *seg, unsigned long long *words)
 {
-    const unsigned sh = (unsigned)(at & 63u);
-    atomicOr(&w[at >> 6], (unsigned long long)(v << sh));
-    if (sh + nb > 64) atomicOr(&w[(at >> 6) + 1], (unsigned long long)(v >> (64 - sh)));
-}
-
-__global__ void k_eg_write(const uint32_t *z, size_t n, size_t bucket, const uint8_t *order,
-                           size_t nseg, const uint64_t *seg, unsigned long long *words)
-{
-    GRID_STRIDE(sg, nseg) {
-        const size_t lo = sg * EG_SEG, hi = n - lo < EG_SEG ? n : lo + EG_SEG;
-        uint64_t at = seg[sg];
-        for (size_t i = lo; i < hi; i++) {
-            const unsigned k = order[i / bucket];
-            if (i % bucket == 0) {
-                put_bits(words, at, k, EG_K_BITS);
-                at += EG_K_BITS;
-            }
-            unsigned nb;
-            const uint64_t word = eg_word(z[i], k, &nb);
-            put_bits(words, at, word, nb);
-            at += nb;
+    __shared__ uint64_t buf[EG_THREADS];
+    __shared__ unsigned w[EG_TILE_WORDS];
+    for (size_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
+        const size_t lo = tile * EG_TILE + (size_t)threadIdx.x * EG_ITEMS;
+        const uint64_t mine = eg_thread_bits(z, n, bucket, order, lo, NULL, 0);
+        const uint64_t before = eg_block_sum(mine, buf) - mine;
+        const uint64_t start = seg[tile], base = start & 63u, total = buf[blockDim.x - 1];
+        const size_t nw64 = (size_t)((base + total + 63) / 64);
+        for (size_t q = threadIdx.x; q < 2 * nw64; q += blockDim.x) w[q] = 0;
+        __syncthreads();
+        (void)eg_thread_bits(z, n, bucket, order, lo, w, base + before);
+        __syncthreads();
+        unsigned long long *out = words + (start >> 6);
+        for (size_t q = threadIdx.x; q < nw64; q += blockDim.x) {
+            const unsigned long long x = (unsigned long long)w[2 * q]
+                                         | (unsigned long long)w[2 * q + 1] << 32;
+            if (q == 0 || q == nw64 - 1) atomicOr(&out[q], x);
+            else out[q] = x;
         }
+        __syncthreads();  /* w and buf are reused by the next tile */
     }
 }
 
-__global__ void k_eg_head(uint8_t *body, int e, uint32_t bucket)
+__global__ void k_eg_head(uint8_t *body, const int *e, uint32_t bucket)
 {
-    body[0] = (uint8_t)(int8_t)e;
+    body[0] = (uint8_t)(int8_t)*e;
     st_u32(body + 1, bucket);
+}
+
+static inline unsigned eg_blocks(size_t items)
+{
+    const unsigned b = blocks_for(items, EG_THREADS);
+    return b < EG_MAX_BLOCKS ? b : EG_MAX_BLOCKS;
 }
 
 static size_t eg_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float *r, size_t n,
@@ -151,47 +255,39 @@ static size_t eg_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float *r
     cudaStream_t st = ctx->stream;
     const size_t bucket = p->bucket, nb = bucket_count(n, bucket);
     if (cap < EG_HEAD + (EG_K_BITS * nb + EG_MAX_CODE_BITS * n + 7) / 8) return GC_ERR(DST_TOO_SMALL);
-    int e = p->eg_n;
-    if (e == GC_AUTO) {
-        unsigned *m = (unsigned *)scratch_get(ctx, s, sizeof(unsigned));
-        if (!m || cudaMemsetAsync(m, 0, sizeof *m, st) != cudaSuccess) return GC_ERR(ALLOC);
-        if (n) k_eg_maxabs<<<blocks_for(n, GPU_THREADS), GPU_THREADS, 0, st>>>(g, r, n, m);
-        unsigned mb = 0;
-        size_t err = fetch(ctx, &mb, m, sizeof mb);
-        if (gc_is_error(err)) return err;
-        float mf;
-        memcpy(&mf, &mb, sizeof mf);
-        e = 0;
-        if (mf != 0.0f) {
-            int ex;
-            frexpf(mf, &ex);
-            const int x = EG_AUTO_RANGE_BITS - ex;
-            e = x < -EG_N_LIMIT ? -EG_N_LIMIT : x > EG_N_LIMIT ? EG_N_LIMIT : x;
-        }
+    int *e = (int *)scratch_get(ctx, s, sizeof(int));
+    if (!e) return GC_ERR(ALLOC);
+    unsigned *m = NULL;
+    if (p->eg_n == GC_AUTO) {
+        m = (unsigned *)scratch_get(ctx, s, sizeof(unsigned));
+        if (!m) return GC_ERR(ALLOC);
+        if (cudaMemsetAsync(m, 0, sizeof *m, st) != cudaSuccess) return GC_ERR(GENERIC);
+        if (n) k_eg_maxabs_sync<<<eg_blocks(n), EG_THREADS, 0, st>>>(g, r, n, m);
     }
+    k_eg_exponent<<<1, 1, 0, st>>>(m, p->eg_n, e);
     k_eg_head<<<1, 1, 0, st>>>(body, e, (uint32_t)bucket);
     if (n == 0) return EG_HEAD;
     uint32_t *z = (uint32_t *)scratch_get(ctx, s, n * sizeof(uint32_t));
     uint8_t *order = (uint8_t *)scratch_get(ctx, s, nb);
-    const size_t nseg = (n + EG_SEG - 1) / EG_SEG;
-    uint64_t *seg = (uint64_t *)scratch_get(ctx, s, (nseg + 1) * sizeof(uint64_t));
+    const size_t ntiles = (n + EG_TILE - 1) / EG_TILE;
+    uint64_t *seg = (uint64_t *)scratch_get(ctx, s, (ntiles + 1) * sizeof(uint64_t));
     if (!z || !order || !seg) return GC_ERR(ALLOC);
-    k_eg_quant<<<blocks_for(n, GPU_THREADS), GPU_THREADS, 0, st>>>(g, r, n, ldexpf(1.0f, e),
-                                                                   ldexpf(1.0f, -e), z);
+    k_eg_quant<<<blocks_for(n, GPU_THREADS), GPU_THREADS, 0, st>>>(g, r, n, e, z);
     k_eg_orders<<<blocks_for(nb, GPU_THREADS), GPU_THREADS, 0, st>>>(
         z, n, bucket, nb, p->eg_k == GC_AUTO ? -1 : p->eg_k, order);
-    k_eg_bits<<<blocks_for(nseg, GPU_THREADS), GPU_THREADS, 0, st>>>(z, n, bucket, order, nseg, seg);
-    gpu_scan_u64(ctx, seg, nseg, seg + nseg);
+    const unsigned tiles = ntiles < EG_MAX_BLOCKS * 16u ? (unsigned)ntiles : EG_MAX_BLOCKS * 16u;
+    k_eg_bits_sync<<<tiles, EG_THREADS, 0, st>>>(z, n, bucket, order, ntiles, seg);
+    gpu_scan_u64(ctx, seg, ntiles, seg + ntiles);
+    /* The one wait: the stream's length is the body's. */
     uint64_t total = 0;
-    size_t err = fetch(ctx, &total, seg + nseg, sizeof total);
+    size_t err = fetch(ctx, &total, seg + ntiles, sizeof total);
     if (gc_is_error(err)) return err;
     const size_t bytes = (size_t)((total + 7) / 8), nwords = (size_t)(total / 64 + 2);
     if (EG_HEAD + bytes > cap) return GC_ERR(DST_TOO_SMALL);
     unsigned long long *words = (unsigned long long *)scratch_get(ctx, s, nwords * 8);
-    if (!words || cudaMemsetAsync(words, 0, nwords * 8, st) != cudaSuccess)
-        return words ? GC_ERR(GENERIC) : GC_ERR(ALLOC);
-    k_eg_write<<<blocks_for(nseg, GPU_THREADS), GPU_THREADS, 0, st>>>(z, n, bucket, order, nseg,
-                                                                      seg, words);
+    if (!words) return GC_ERR(ALLOC);
+    if (cudaMemsetAsync(words, 0, nwords * 8, st) != cudaSuccess) return GC_ERR(GENERIC);
+    k_eg_write_sync<<<tiles, EG_THREADS, 0, st>>>(z, n, bucket, order, ntiles, seg, words);
     if (cudaMemcpyAsync(body + EG_HEAD, words, bytes, cudaMemcpyDeviceToDevice, st) != cudaSuccess)
         return GC_ERR(GENERIC);
     return EG_HEAD + bytes;

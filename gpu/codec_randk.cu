@@ -52,12 +52,13 @@ static size_t randk_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float
     if (n > UINT32_MAX) return GC_ERR(PARAM);  /* indices are 32-bit */
     const size_t k = kept_count(n, p->ratio);
     if (cap < RANDK_HEAD + 4 * k) return GC_ERR(DST_TOO_SMALL);
+    /* Queued first, so the device adds g to r while the host draws. */
+    if (r) gpu_accumulate(ctx, g, r, n);
     size_t e;
     uint32_t *idx = randk_indices(ctx, s, n, p, seed, k, &e);
     if (!idx) return e;
     const int unbiased = (p->flags & GC_PF_RANDK_UNBIASED) != 0;
     const float scale = unbiased && k ? (float)((double)n / (double)k) : 1.0f;
-    if (r) gpu_accumulate(ctx, g, r, n);
     k_randk_head<<<1, 1, 0, ctx->stream>>>(body, seed, (uint32_t)k,
                                            unbiased ? RANDK_FLAG_UNBIASED : 0u);
     if (k)

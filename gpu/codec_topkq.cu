@@ -2,7 +2,7 @@
  * gc_params.bits (the GPU API has no workspace, so no width policy): the
  * exact top-k of v = g + r (gpu_select.cuh), topk's index section
  * (gpu_sparse.cuh), then per bucket of kept values the range head (one
- * thread per bucket: min and max |x|, or the mean |x| summed in order in
+ * block per bucket: min and max |x|, or the mean |x| summed in order in
  * double for b = 1) and the b-bit fields, one thread per output byte. The
  * decode validates the body and decodes the indices on the host (as
  * topkq_open does), then adds one value per thread on the device. */
@@ -69,35 +69,48 @@ __global__ void k_tq_gather(const uint32_t *idx, size_t k, const float *v, float
     GRID_STRIDE(j, k) x[j] = v[idx[j]];
 }
 
-/* One thread per bucket: scan_bucket (min and max magnitude key; for b = 1
- * the mean |x|, a sequential double sum whose first NaN, made quiet and
- * positive, is what x86 carries through), the head written at its place. */
-__global__ void k_tq_heads(const float *x, size_t k, size_t bucket, size_t nbk, unsigned b,
-                           uint8_t *vals0, float *lohi)
+/* One block per bucket: scan_bucket (min and max magnitude key, reduced
+ * per thread, then in shared memory; for b = 1 the mean |x|, a sequential
+ * double sum whose first NaN, made quiet and positive, is what x86
+ * carries through, so one thread), the head written at its place. A
+ * thread per bucket would walk 512 values one after another. */
+__global__ void k_tq_heads_sync(const float *x, size_t k, size_t bucket, size_t nbk, unsigned b,
+                                uint8_t *vals0, float *lohi)
 {
+    __shared__ unsigned lo_inv, hi;  /* ~min: atomicMax serves both */
     const size_t stride = TOPKQ_BUCKET_HEAD + values_bytes(bucket, b);
-    GRID_STRIDE(bi, nbk) {
+    for (size_t bi = blockIdx.x; bi < nbk; bi += gridDim.x) {
         const size_t s = bi * bucket, len = k - s < bucket ? k - s : bucket;
-        uint32_t lo = 0xFFFFFFFFu, hi = 0, nan = 0;
-        double sum_abs = 0;
-        for (size_t j = s; j < s + len; j++) {
+        if (threadIdx.x == 0) lo_inv = hi = 0;
+        __syncthreads();
+        uint32_t mlo = 0xFFFFFFFFu, mhi = 0;
+        for (size_t j = s + threadIdx.x; j < s + len; j += blockDim.x) {
             const uint32_t key = mag_key(x[j]);
-            lo = key < lo ? key : lo;
-            hi = key > hi ? key : hi;
-            if (b == 1) {
-                if (!nan && is_nan(x[j])) nan = (fbits(x[j]) | 0x00400000u) & 0x7FFFFFFFu;
-                sum_abs = __dadd_rn(sum_abs, (double)gx_abs(x[j]));
-            }
+            mlo = key < mlo ? key : mlo;
+            mhi = key > mhi ? key : mhi;
         }
-        float flo = bitsf(lo), fhi = bitsf(hi);
-        if (b == 1)
-            flo = fhi = nan ? bitsf(nan) : __double2float_rn(__ddiv_rn(sum_abs, (double)len));
-        uint8_t *at = vals0 + bi * stride;
-        at[0] = (uint8_t)b;
-        st_f32(at + 1, flo);
-        st_f32(at + 5, fhi);
-        lohi[2 * bi] = flo;
-        lohi[2 * bi + 1] = fhi;
+        atomicMax(&lo_inv, ~mlo);
+        atomicMax(&hi, mhi);
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            float flo = bitsf(~lo_inv), fhi = bitsf(hi);
+            if (b == 1) {
+                uint32_t nan = 0;
+                double sum_abs = 0;
+                for (size_t j = s; j < s + len; j++) {
+                    if (!nan && is_nan(x[j])) nan = (fbits(x[j]) | 0x00400000u) & 0x7FFFFFFFu;
+                    sum_abs = __dadd_rn(sum_abs, (double)gx_abs(x[j]));
+                }
+                flo = fhi = nan ? bitsf(nan) : __double2float_rn(__ddiv_rn(sum_abs, (double)len));
+            }
+            uint8_t *at = vals0 + bi * stride;
+            at[0] = (uint8_t)b;
+            st_f32(at + 1, flo);
+            st_f32(at + 5, fhi);
+            lohi[2 * bi] = flo;
+            lohi[2 * bi + 1] = fhi;
+        }
+        __syncthreads();  /* lo_inv and hi are cleared for the next bucket */
     }
 }
 
@@ -162,8 +175,10 @@ static size_t topkq_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float
     if (k == 0) return pos;
     uint8_t *vals0 = body + pos;
     k_tq_gather<<<blocks_for(k, GPU_THREADS), GPU_THREADS, 0, st>>>(idx, k, v, x);
-    k_tq_heads<<<blocks_for(nbk, GPU_THREADS), GPU_THREADS, 0, st>>>(x, k, bucket, nbk, b, vals0,
-                                                                    lohi);
+    /* Per bucket up to 256 threads, in whole warps. */
+    const unsigned hthreads = bucket >= GPU_THREADS ? GPU_THREADS : (unsigned)(bucket + 31) / 32 * 32;
+    const unsigned hblocks = nbk < 65535u * 16u ? (unsigned)nbk : 65535u * 16u;
+    k_tq_heads_sync<<<hblocks, hthreads, 0, st>>>(x, k, bucket, nbk, b, vals0, lohi);
     const size_t per = values_bytes(bucket, b);
     k_tq_bytes<<<blocks_for(nbk * per, GPU_THREADS), GPU_THREADS, 0, st>>>(x, k, bucket, nbk, b,
                                                                           lohi, vals0);

@@ -1,15 +1,56 @@
-/* gpu_select.cu — exact top-k by radix select (gpu_select.cuh), digit for
- * digit the selection of codecs/sparse_index.c (refine, bin_of_rank,
- * keep_above), so the CPU and the GPU keep the same indices. */
+/* gpu_select.cu — exact top-k by radix select (gpu_select.cuh): the same
+ * threshold key and tie count as codecs/sparse_index.c (refine,
+ * bin_of_rank, keep_above) finds, so the CPU and the GPU keep the same
+ * indices.
+ *
+ * Cost for n elements, all queued without a host round trip:
+ *   3 histogram passes over the data (digits of 11, 10, 10 bits), each
+ *     into per-block shared-memory bins merged once per block into global
+ *     memory (one global atomic per non-empty bin and block, not one per
+ *     element: the top digit of Gaussian data falls in a few dozen bins,
+ *     so per-element global atomics serialise on them);
+ *   3 one-block picks, a block-wide prefix sum over the bins (not a
+ *     serial walk of up to 2048 dependent loads);
+ *   1 compacting pass that writes the kept indices ascending: per tile of
+ *     SEL_TILE elements a block-wide scan of the threads' counts (above
+ *     and at the threshold), the tiles chained by a decoupled look-back.
+ * The host waits only where a caller asks for the count (dgc). */
 #include "gpu_select.cuh"
 
-#include "gpu_scan.cuh"
-
-#define SEL_BINS 2048u   /* GC_SPARSE_HIST_BINS: the widest digit */
-#define SEL_SEG 64u      /* elements per thread in the counting passes */
+#define SEL_BINS 2048u        /* GC_SPARSE_HIST_BINS: the widest digit */
+#define SEL_LEVELS 3u
+#define SEL_THREADS 256u      /* threads of every kernel here */
+#define SEL_MAX_BLOCKS 1024u  /* histogram grid: ~8 resident blocks per SM */
+#define SEL_UNROLL 4u         /* loads per thread at once in the histograms */
+#define SEL_ITEMS 8u          /* contiguous elements per thread in a tile */
+#define SEL_TILE (SEL_THREADS * SEL_ITEMS)
 
 __host__ __device__ static inline unsigned level_shift(unsigned level) { return level == 0 ? 20u : level == 1 ? 10u : 0u; }
 __host__ __device__ static inline unsigned level_bits(unsigned level) { return level == 0 ? 11u : 10u; }
+
+static inline unsigned hist_blocks(size_t n)
+{
+    unsigned b = blocks_for(n, SEL_THREADS);
+    return b < SEL_MAX_BLOCKS ? b : SEL_MAX_BLOCKS;
+}
+
+/* Inclusive prefix sum of x over the block's threads, through buf
+ * (blockDim.x entries of shared memory); every thread must call it. */
+__device__ static uint64_t block_inclusive_sum(uint64_t x, uint64_t *buf)
+{
+    const unsigned t = threadIdx.x;
+    buf[t] = x;
+    __syncthreads();
+    for (unsigned d = 1; d < blockDim.x; d <<= 1) {
+        const uint64_t y = t >= d ? buf[t - d] : 0;
+        __syncthreads();
+        buf[t] += y;
+        __syncthreads();
+    }
+    const uint64_t r = buf[t];
+    __syncthreads();  /* buf may be reused at once */
+    return r;
+}
 
 __global__ void k_sel_init(gpu_sel *sel, uint32_t k)
 {
@@ -20,44 +61,75 @@ __global__ void k_sel_init(gpu_sel *sel, uint32_t k)
 __global__ void k_sel_all_ties(gpu_sel *sel) { sel->ties = 0xFFFFFFFFu; }
 
 /* Histogram of digit `level` over the keys that agree with sel->key on
- * the digits above it. */
-__global__ void k_sel_hist(const float *v, const uint32_t *keys, size_t n, unsigned level,
-                           const gpu_sel *sel, uint32_t *hist)
+ * the digits above it: counted in shared memory, then added to hist. */
+__global__ void k_sel_hist_sync(const float *v, const uint32_t *keys, size_t n, unsigned level,
+                                const gpu_sel *sel, uint32_t *hist)
 {
+    __shared__ uint32_t bin[SEL_BINS];
     const unsigned shift = level_shift(level), bins = 1u << level_bits(level);
     const unsigned top = shift + level_bits(level);
     const uint32_t want = level == 0 ? 0u : sel->key >> top;
-    GRID_STRIDE(i, n) {
-        const uint32_t key = keys ? keys[i] : mag_key(v[i]);
-        if (level == 0 || (key >> top) == want) atomicAdd(&hist[(key >> shift) & (bins - 1)], 1u);
+    for (unsigned b = threadIdx.x; b < bins; b += blockDim.x) bin[b] = 0;
+    __syncthreads();
+    /* SEL_UNROLL independent loads in flight per thread: one each would
+     * leave too few bytes in flight per SM to keep the memory busy. */
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    for (; i + (SEL_UNROLL - 1) * stride < n; i += SEL_UNROLL * stride) {
+        uint32_t key[SEL_UNROLL];
+        for (unsigned u = 0; u < SEL_UNROLL; u++)
+            key[u] = keys ? keys[i + u * stride] : mag_key(v[i + u * stride]);
+        for (unsigned u = 0; u < SEL_UNROLL; u++)
+            if (level == 0 || (key[u] >> top) == want)
+                atomicAdd(&bin[(key[u] >> shift) & (bins - 1)], 1u);
     }
+    for (; i < n; i += stride) {
+        const uint32_t key = keys ? keys[i] : mag_key(v[i]);
+        if (level == 0 || (key >> top) == want) atomicAdd(&bin[(key >> shift) & (bins - 1)], 1u);
+    }
+    __syncthreads();
+    for (unsigned b = threadIdx.x; b < bins; b += blockDim.x)
+        if (bin[b]) atomicAdd(&hist[b], bin[b]);
 }
 
-/* bin_of_rank: walk the bins from the top to the one holding the
- * sel->ties-th largest; fix that digit and count what lies above. */
-__global__ void k_sel_pick(const uint32_t *hist, unsigned level, gpu_sel *sel)
+/* bin_of_rank: the bin holding the sel->ties-th largest key (counting
+ * from the top bin; bin 0 when the count falls short); fix that digit and
+ * keep the rank within it. Each thread owns a run of bins from the top,
+ * a block prefix sum gives the count above each run. */
+__global__ void k_sel_pick_sync(const uint32_t *hist, unsigned level, gpu_sel *sel)
 {
-    const unsigned bins = 1u << level_bits(level);
+    __shared__ uint64_t buf[SEL_THREADS];
+    const unsigned bins = 1u << level_bits(level), per = (bins + blockDim.x - 1) / blockDim.x;
     const uint32_t need = sel->ties;
-    uint32_t sum = 0;
-    unsigned b = bins - 1;
-    while (b > 0 && sum + hist[b] < need) sum += hist[b--];
-    sel->ties = need - sum;
-    sel->key |= (uint32_t)b << level_shift(level);
+    const unsigned hi = threadIdx.x * per;  /* this thread: bins - 1 - hi down */
+    uint64_t mine = 0;
+    for (unsigned j = 0; j < per && hi + j < bins; j++) mine += hist[bins - 1 - hi - j];
+    uint64_t above = block_inclusive_sum(mine, buf) - mine;  /* all read sel before this */
+    for (unsigned j = 0; j < per && hi + j < bins; j++) {
+        const unsigned b = bins - 1 - hi - j;
+        const uint32_t h = hist[b];
+        if (above < need && (above + h >= need || b == 0)) {
+            sel->ties = need - (uint32_t)above;
+            sel->key |= (uint32_t)b << level_shift(level);
+        }
+        above += h;
+    }
 }
 
 size_t gpu_select_threshold(gcmpi_gpu_ctx *ctx, scratch *s, const float *v,
                             const uint32_t *keys, size_t n, size_t k, gpu_sel *sel)
 {
     cudaStream_t st = ctx->stream;
-    uint32_t *hist = (uint32_t *)scratch_get(ctx, s, SEL_BINS * sizeof(uint32_t));
+    const size_t bytes = SEL_LEVELS * SEL_BINS * sizeof(uint32_t);
+    uint32_t *hist = (uint32_t *)scratch_get(ctx, s, bytes);
     if (!hist) return GC_ERR(ALLOC);
+    /* One histogram per level, cleared together: no clearing between. */
+    if (cudaMemsetAsync(hist, 0, bytes, st) != cudaSuccess) return GC_ERR(GENERIC);
     k_sel_init<<<1, 1, 0, st>>>(sel, (uint32_t)k);
-    for (unsigned level = 0; level < 3; level++) {
-        if (cudaMemsetAsync(hist, 0, SEL_BINS * sizeof(uint32_t), st) != cudaSuccess)
-            return GC_ERR(GENERIC);
-        k_sel_hist<<<blocks_for(n, GPU_THREADS), GPU_THREADS, 0, st>>>(v, keys, n, level, sel, hist);
-        k_sel_pick<<<1, 1, 0, st>>>(hist, level, sel);
+    for (unsigned level = 0; level < SEL_LEVELS; level++) {
+        uint32_t *h = hist + level * SEL_BINS;
+        k_sel_hist_sync<<<hist_blocks(n), SEL_THREADS, 0, st>>>(v, keys, n, level, sel, h);
+        k_sel_pick_sync<<<1, SEL_THREADS, 0, st>>>(h, level, sel);
     }
     return 0;
 }
@@ -67,74 +139,138 @@ void gpu_select_all_ties(gcmpi_gpu_ctx *ctx, gpu_sel *sel)
     k_sel_all_ties<<<1, 1, 0, ctx->stream>>>(sel);
 }
 
-/* Per segment: elements above the threshold (high word) and equal to it
- * (low word); n < 2^32, so the low word never carries in the scan. */
-__global__ void k_sel_count(const float *v, size_t n, const gpu_sel *sel, size_t nseg,
-                            uint64_t *seg)
+/* Thread t of a tile owns elements [t * SEL_ITEMS, (t + 1) * SEL_ITEMS)
+ * of it; its count of keys above the threshold (high word) and equal to
+ * it (low word). n < 2^32, so the low word never carries into the high
+ * one in any sum of these. */
+__device__ static inline uint64_t thread_counts(const float *v, size_t n, size_t lo, uint32_t t)
 {
-    const uint32_t t = sel->key;
-    GRID_STRIDE(sg, nseg) {
-        const size_t lo = sg * SEL_SEG, hi = n - lo < SEL_SEG ? n : lo + SEL_SEG;
-        uint64_t above = 0, equal = 0;
-        for (size_t i = lo; i < hi; i++) {
-            const uint32_t key = mag_key(v[i]);
-            above += key > t;
-            equal += key == t;
-        }
-        seg[sg] = above << 32 | equal;
+    uint32_t above = 0, equal = 0;
+    for (unsigned q = 0; q < SEL_ITEMS; q++) {  /* predicated, not broken: unrolled, loads at once */
+        const uint32_t key = lo + q < n ? mag_key(v[lo + q]) : 0u;
+        above += lo + q < n && key > t;
+        equal += lo + q < n && key == t;
     }
+    return (uint64_t)above << 32 | equal;
 }
 
-/* Element i goes to (above before i) + min(equal before i, ties). */
-__global__ void k_sel_emit(const float *v, size_t n, const gpu_sel *sel, size_t nseg,
-                           const uint64_t *seg, uint32_t *idx)
+/* The chained scan over tiles (decoupled look-back): a tile publishes its
+ * counts, then adds up its predecessors' from the nearest one that has
+ * published its inclusive prefix, so the emitting pass needs no counting
+ * pass and no separate scan before it. Tiles are numbered in the order
+ * blocks take them (a ticket), so every tile waited on belongs to a block
+ * already running, which publishes before it waits itself. */
+#define TILE_EMPTY 0u
+#define TILE_AGGREGATE 1u
+#define TILE_PREFIX 2u
+
+typedef struct sel_chain {
+    uint32_t *status;  /* per tile; then the ticket counter */
+    uint64_t *agg;     /* per tile: its own counts */
+    uint64_t *incl;    /* per tile: the counts up to and including it */
+} sel_chain;
+
+/* Counts before `tile`, after publishing its own, agg. One thread. */
+__device__ static uint64_t chain_prefix(const sel_chain &c, uint32_t tile, uint64_t agg)
 {
+    volatile uint32_t *status = c.status;
+    volatile uint64_t *aggs = c.agg, *incls = c.incl;
+    uint64_t prefix = 0;
+    if (tile > 0) {
+        aggs[tile] = agg;
+        __threadfence();
+        status[tile] = TILE_AGGREGATE;
+        for (uint32_t j = tile - 1;; j--) {
+            uint32_t st;
+            while ((st = status[j]) == TILE_EMPTY) {
+            }
+            __threadfence();
+            if (st == TILE_PREFIX) {
+                prefix += incls[j];
+                break;
+            }
+            prefix += aggs[j];
+        }
+    }
+    incls[tile] = prefix + agg;
+    __threadfence();
+    status[tile] = TILE_PREFIX;
+    return prefix;
+}
+
+/* Element i goes to (above before i) + min(equal before i, ties), as
+ * keep_above places it; positions from cap on are dropped. *total = the
+ * counts of all tiles. */
+__global__ void k_sel_compact_sync(const float *v, size_t n, const gpu_sel *sel, uint32_t ntiles,
+                                   sel_chain chain, uint32_t *idx, size_t cap, uint64_t *total)
+{
+    __shared__ uint64_t buf[SEL_THREADS];
+    __shared__ uint64_t tile_before;
+    __shared__ uint32_t tile_ticket;
     const uint32_t t = sel->key;
     const uint64_t ties = sel->ties;
-    GRID_STRIDE(sg, nseg) {
-        const size_t lo = sg * SEL_SEG, hi = n - lo < SEL_SEG ? n : lo + SEL_SEG;
-        uint64_t above = seg[sg] >> 32, equal = seg[sg] & 0xFFFFFFFFu;
-        for (size_t i = lo; i < hi; i++) {
-            const uint32_t key = mag_key(v[i]);
+    for (;;) {
+        if (threadIdx.x == 0) tile_ticket = atomicAdd(chain.status + ntiles, 1u);
+        __syncthreads();
+        const uint32_t tile = tile_ticket;
+        if (tile >= ntiles) break;  /* the same for every thread of the block */
+        const size_t lo = (size_t)tile * SEL_TILE + (size_t)threadIdx.x * SEL_ITEMS;
+        const uint64_t mine = thread_counts(v, n, lo, t);
+        const uint64_t upto = block_inclusive_sum(mine, buf);
+        if (threadIdx.x == blockDim.x - 1) {
+            tile_before = chain_prefix(chain, tile, upto);
+            if (tile == ntiles - 1) *total = tile_before + upto;
+        }
+        __syncthreads();
+        const uint64_t before = tile_before + upto - mine;
+        __syncthreads();  /* tile_ticket and tile_before are rewritten next round */
+        if (!mine) continue;
+        uint64_t above = before >> 32, equal = before & 0xFFFFFFFFu;
+        for (unsigned q = 0; q < SEL_ITEMS && lo + q < n; q++) {
+            const uint32_t key = mag_key(v[lo + q]);
+            uint64_t at = cap;
             if (key > t) {
-                idx[above + (equal < ties ? equal : ties)] = (uint32_t)i;
+                at = above + (equal < ties ? equal : ties);
                 above++;
             } else if (key == t) {
-                if (equal < ties) idx[above + equal] = (uint32_t)i;
+                if (equal < ties) at = above + equal;
                 equal++;
             }
+            if (at < cap) idx[at] = (uint32_t)(lo + q);
         }
     }
 }
 
-size_t gpu_select_count(gcmpi_gpu_ctx *ctx, scratch *s, const float *v, size_t n,
-                        const gpu_sel *sel, gpu_sel_pass *pass, size_t *count)
+/* *count = above + min(equal, ties) from the total counts. */
+__global__ void k_sel_total(const uint64_t *total, const gpu_sel *sel, uint64_t *count)
 {
-    cudaStream_t st = ctx->stream;
-    pass->nseg = (n + SEL_SEG - 1) / SEL_SEG;
-    pass->seg = (uint64_t *)scratch_get(ctx, s, (pass->nseg + 1) * sizeof(uint64_t));
-    if (!pass->seg) return GC_ERR(ALLOC);
-    uint64_t *total = pass->seg + pass->nseg;
-    k_sel_count<<<blocks_for(pass->nseg, GPU_THREADS), GPU_THREADS, 0, st>>>(v, n, sel, pass->nseg,
-                                                                              pass->seg);
-    gpu_scan_u64(ctx, pass->seg, pass->nseg, total);
-    if (!count) return 0;
-    uint64_t sum = 0;
-    gpu_sel h;
-    size_t e = fetch(ctx, &sum, total, sizeof sum);
-    if (gc_is_error(e)) return e;
-    e = fetch(ctx, &h, sel, sizeof h);
-    if (gc_is_error(e)) return e;
-    const uint64_t equal = sum & 0xFFFFFFFFu;
-    *count = (size_t)((sum >> 32) + (equal < h.ties ? equal : h.ties));
-    return 0;
+    const uint64_t equal = *total & 0xFFFFFFFFu;
+    *count = (*total >> 32) + (equal < sel->ties ? equal : sel->ties);
 }
 
-void gpu_select_emit(gcmpi_gpu_ctx *ctx, const float *v, size_t n, const gpu_sel *sel,
-                     const gpu_sel_pass *pass, uint32_t *idx)
+size_t gpu_select_compact(gcmpi_gpu_ctx *ctx, scratch *s, const float *v, size_t n,
+                          const gpu_sel *sel, uint32_t *idx, size_t cap, size_t *count)
 {
-    k_sel_emit<<<blocks_for(pass->nseg, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(
-        v, n, sel, pass->nseg, pass->seg, idx);
+    cudaStream_t st = ctx->stream;
+    const size_t ntiles = (n + SEL_TILE - 1) / SEL_TILE;  /* < 2^21: n < 2^32 */
+    const size_t flags = (ntiles + 1) * sizeof(uint32_t);
+    uint32_t *status = (uint32_t *)scratch_get(ctx, s, flags);
+    uint64_t *sums = (uint64_t *)scratch_get(ctx, s, (2 * ntiles + 2) * sizeof(uint64_t));
+    if (!status || !sums) return GC_ERR(ALLOC);
+    if (cudaMemsetAsync(status, 0, flags, st) != cudaSuccess) return GC_ERR(GENERIC);
+    const sel_chain chain = {status, sums, sums + ntiles};
+    uint64_t *total = sums + 2 * ntiles;
+    const unsigned blocks = ntiles < SEL_MAX_BLOCKS ? (unsigned)(ntiles ? ntiles : 1) : SEL_MAX_BLOCKS;
+    k_sel_compact_sync<<<blocks, SEL_THREADS, 0, st>>>(v, n, sel, (uint32_t)ntiles, chain, idx, cap,
+                                                      total);
+    if (!count) return 0;
+    /* The one wait: the caller needs the count to go on. */
+    k_sel_total<<<1, 1, 0, st>>>(total, sel, total + 1);
+    uint64_t c = 0;
+    size_t e = fetch(ctx, &c, total + 1, sizeof c);
+    if (gc_is_error(e)) return e;
+    *count = (size_t)c;
+    return 0;
 }
 
 __global__ void k_iota(uint32_t *idx, size_t n)
@@ -154,9 +290,5 @@ size_t gpu_topk_indices(gcmpi_gpu_ctx *ctx, scratch *s, const float *v, size_t n
     if (!sel) return GC_ERR(ALLOC);
     size_t e = gpu_select_threshold(ctx, s, v, NULL, n, k, sel);
     if (gc_is_error(e)) return e;
-    gpu_sel_pass pass;
-    e = gpu_select_count(ctx, s, v, n, sel, &pass, NULL);
-    if (gc_is_error(e)) return e;
-    gpu_select_emit(ctx, v, n, sel, &pass, idx);
-    return 0;
+    return gpu_select_compact(ctx, s, v, n, sel, idx, k, NULL);
 }

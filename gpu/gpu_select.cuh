@@ -3,7 +3,7 @@
  * (|x| as bits, so NaN ranks above infinity) found digit by digit (11, 10,
  * 10 bits from the top) by histograms, never a sort; ties at the threshold
  * go to the lower indices. The kept indices come out ascending, placed by
- * a prefix scan of per-segment counts. */
+ * a prefix scan of per-tile counts in the same pass that writes them. */
 #ifndef GPU_SELECT_CUH
 #define GPU_SELECT_CUH
 
@@ -24,16 +24,13 @@ size_t gpu_select_threshold(gcmpi_gpu_ctx *ctx, scratch *s, const float *v,
 /* Make *sel take every element with key >= threshold (all ties). */
 void gpu_select_all_ties(gcmpi_gpu_ctx *ctx, gpu_sel *sel);
 
-/* Counting pass of a selection over v[0..n): *pass holds what
- * gpu_select_emit needs; with count not NULL, waits and stores the number
- * of elements selected. */
-typedef struct gpu_sel_pass { uint64_t *seg; size_t nseg; } gpu_sel_pass;
-size_t gpu_select_count(gcmpi_gpu_ctx *ctx, scratch *s, const float *v, size_t n,
-                        const gpu_sel *sel, gpu_sel_pass *pass, size_t *count);
-
-/* idx[0..count) = the selected indices, ascending. Queued. */
-void gpu_select_emit(gcmpi_gpu_ctx *ctx, const float *v, size_t n, const gpu_sel *sel,
-                     const gpu_sel_pass *pass, uint32_t *idx);
+/* One pass over v[0..n): idx[0..min(count, cap)) = the selected indices,
+ * ascending (positions from cap on are dropped, so a caller may pass a
+ * bound smaller than the count and check the count after). With count
+ * not NULL, waits and stores the number of elements selected; else
+ * queued. 0 or an error. */
+size_t gpu_select_compact(gcmpi_gpu_ctx *ctx, scratch *s, const float *v, size_t n,
+                          const gpu_sel *sel, uint32_t *idx, size_t cap, size_t *count);
 
 /* idx[0..k) = the k largest |v| (ties: lower index first), ascending, for
  * any k <= n (k >= n: every index). Queued; 0 or an error. */

@@ -1,8 +1,8 @@
 /* gpu_sparse.cu — the sparse body on the device (gpu_sparse.cuh), byte for
  * byte the one codecs/sparse_index.c writes. The delta coding is sized per
- * block of 128 indices (one thread each: width from the OR of its deltas),
- * a prefix scan places the blocks, and each thread then writes its block's
- * bits LSB first; the bitmap is set with atomic ORs on aligned words and
+ * block of 128 indices (one CUDA block each, a thread per index: width from
+ * the OR of its deltas), a prefix scan places the blocks, and each CUDA
+ * block then writes its block's bits LSB first; the bitmap is set with atomic ORs on aligned words and
  * copied behind the head. */
 #include "gpu_sparse.cuh"
 
@@ -10,45 +10,65 @@
 
 __device__ static inline unsigned bit_width(uint32_t x) { return x ? 32u - (unsigned)__clz((int)x) : 0u; }
 
-__device__ static inline unsigned block_width(const uint32_t *idx, size_t start, size_t cnt)
+/* Delta blocks are coded by one CUDA block each, one thread per index
+ * (SPARSE_BLOCK threads): a serial thread per block would leave the GPU
+ * nearly idle (k = 1.7e5 indices is 1311 blocks) and latency bound on 128
+ * dependent steps. */
+
+/* This thread's delta within delta block b (0 past the end), and the
+ * block's width (OR of its deltas, through *orw in shared memory). */
+__device__ static inline uint32_t block_delta(const uint32_t *idx, size_t k, size_t b,
+                                              unsigned *orw, unsigned *w)
 {
-    uint32_t prev = start ? idx[start - 1] : 0, bits = 0;
-    for (size_t j = start; j < start + cnt; j++) {
-        bits |= idx[j] - prev;
-        prev = idx[j];
-    }
-    return bit_width(bits);
+    const size_t j = b * SPARSE_BLOCK + threadIdx.x;
+    if (threadIdx.x == 0) *orw = 0;
+    __syncthreads();
+    const uint32_t d = j < k ? idx[j] - (j ? idx[j - 1] : 0) : 0;
+    if (d) atomicOr(orw, d);
+    __syncthreads();
+    *w = bit_width(*orw);
+    __syncthreads();  /* *orw is cleared again for the next block */
+    return d;
 }
 
 /* Bytes of each delta block: the width byte and its bits, padded. */
-__global__ void k_delta_sizes(const uint32_t *idx, size_t k, size_t nblk, uint64_t *bytes)
+__global__ void k_delta_sizes_sync(const uint32_t *idx, size_t k, size_t nblk, uint64_t *bytes)
 {
-    GRID_STRIDE(b, nblk) {
+    __shared__ unsigned orw;
+    for (size_t b = blockIdx.x; b < nblk; b += gridDim.x) {
+        unsigned w;
+        (void)block_delta(idx, k, b, &orw, &w);
         const size_t s = b * SPARSE_BLOCK, cnt = k - s < SPARSE_BLOCK ? k - s : SPARSE_BLOCK;
-        bytes[b] = 1 + (cnt * block_width(idx, s, cnt) + 7) / 8;
+        if (threadIdx.x == 0) bytes[b] = 1 + (cnt * w + 7) / 8;
     }
 }
 
 /* Block b at ix + off[b]: the width, then the deltas LSB first, the last
- * byte zero padded (gc_bitw). */
-__global__ void k_delta_write(const uint32_t *idx, size_t k, size_t nblk, const uint64_t *off,
-                              uint8_t *ix)
+ * byte zero padded (gc_bitw). Delta j sits at bit j * w of the block's
+ * bits, assembled in shared words by atomic ORs, then stored bytewise
+ * (the body has no alignment). */
+__global__ void k_delta_write_sync(const uint32_t *idx, size_t k, size_t nblk, const uint64_t *off,
+                                   uint8_t *ix)
 {
-    GRID_STRIDE(b, nblk) {
+    __shared__ unsigned orw;
+    __shared__ unsigned words[SPARSE_BLOCK + 1];  /* 128 deltas of <= 32 bits */
+    for (size_t b = blockIdx.x; b < nblk; b += gridDim.x) {
+        for (unsigned q = threadIdx.x; q < SPARSE_BLOCK + 1; q += blockDim.x) words[q] = 0;
+        unsigned w;
+        const uint32_t d = block_delta(idx, k, b, &orw, &w);  /* its barriers order the clear */
         const size_t s = b * SPARSE_BLOCK, cnt = k - s < SPARSE_BLOCK ? k - s : SPARSE_BLOCK;
-        const unsigned w = block_width(idx, s, cnt);
-        uint8_t *out = ix + off[b];
-        *out++ = (uint8_t)w;
-        uint64_t acc = 0;
-        unsigned nacc = 0;
-        uint32_t prev = s ? idx[s - 1] : 0;
-        for (size_t j = s; j < s + cnt; j++) {
-            acc |= (uint64_t)(idx[j] - prev) << nacc;
-            nacc += w;
-            prev = idx[j];
-            for (; nacc >= 8; nacc -= 8, acc >>= 8) *out++ = (uint8_t)acc;
+        if (d) {
+            const unsigned bit = threadIdx.x * w, sh = bit & 31u;
+            atomicOr(&words[bit >> 5], d << sh);
+            if (sh + w > 32u) atomicOr(&words[(bit >> 5) + 1], d >> (32u - sh));
         }
-        if (nacc) *out = (uint8_t)acc;
+        __syncthreads();
+        uint8_t *out = ix + off[b];
+        if (threadIdx.x == 0) out[0] = (uint8_t)w;
+        const size_t nbytes = (cnt * w + 7) / 8;
+        for (size_t q = threadIdx.x; q < nbytes; q += blockDim.x)
+            out[1 + q] = (uint8_t)(words[q >> 2] >> (8u * (q & 3u)));
+        __syncthreads();  /* words are cleared again for the next block */
     }
 }
 
@@ -72,6 +92,11 @@ __global__ void k_sparse_values(const uint32_t *idx, size_t k, const float *v, f
     }
 }
 
+static inline unsigned delta_blocks(size_t nblk)
+{
+    return nblk < 65535u * 16u ? (unsigned)(nblk ? nblk : 1) : 65535u * 16u;
+}
+
 size_t gpu_sparse_index_write(gcmpi_gpu_ctx *ctx, scratch *s, const uint32_t *idx, size_t k,
                               size_t n, uint8_t *body, size_t cap)
 {
@@ -81,7 +106,7 @@ size_t gpu_sparse_index_write(gcmpi_gpu_ctx *ctx, scratch *s, const uint32_t *id
     if (!off) return GC_ERR(ALLOC);
     uint64_t dbytes = 0;
     if (nblk) {
-        k_delta_sizes<<<blocks_for(nblk, GPU_THREADS), GPU_THREADS, 0, st>>>(idx, k, nblk, off);
+        k_delta_sizes_sync<<<delta_blocks(nblk), SPARSE_BLOCK, 0, st>>>(idx, k, nblk, off);
         gpu_scan_u64(ctx, off, nblk, off + nblk);
         size_t e = fetch(ctx, &dbytes, off + nblk, sizeof dbytes);
         if (gc_is_error(e)) return e;
@@ -99,8 +124,8 @@ size_t gpu_sparse_index_write(gcmpi_gpu_ctx *ctx, scratch *s, const uint32_t *id
             != cudaSuccess)
             return GC_ERR(GENERIC);
     } else if (nblk) {
-        k_delta_write<<<blocks_for(nblk, GPU_THREADS), GPU_THREADS, 0, st>>>(idx, k, nblk, off,
-                                                                             body + SPARSE_HEAD);
+        k_delta_write_sync<<<delta_blocks(nblk), SPARSE_BLOCK, 0, st>>>(idx, k, nblk, off,
+                                                                        body + SPARSE_HEAD);
     }
     return SPARSE_HEAD + ibytes;
 }

@@ -157,6 +157,8 @@ inline unsigned atomicOr(unsigned *p, unsigned v) { unsigned o = *p; *p = o | v;
 inline unsigned atomicAdd(unsigned *p, unsigned v) { unsigned o = *p; *p = o + v; return o; }
 inline unsigned long long atomicOr(unsigned long long *p, unsigned long long v) { unsigned long long o = *p; *p = o | v; return o; }
 inline unsigned atomicMax(unsigned *p, unsigned v) { unsigned o = *p; *p = o > v ? o : v; return o; }
+/* Blocks run one after another here, so memory is always ordered. */
+inline void __threadfence() {}
 inline int __clzll(long long x) { return x ? __builtin_clzll((unsigned long long)x) : 64; }
 inline int __float2int_rn(float x) { return (int)__builtin_nearbyintf(x); }
 inline int __clz(int x) { return x ? __builtin_clz((unsigned)x) : 32; }
