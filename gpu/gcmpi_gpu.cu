@@ -42,6 +42,9 @@ extern "C" int gcmpi_gpu_supports(const gc_codec *c)
     return c && gpu_codec_for(gc_codec_id(c)) != NULL;
 }
 
+/* One page-locked block: the non-finite word, then the header (at 16). */
+#define HOST_WORDS_BYTES (16 + GC_HEADER_SIZE)
+
 extern "C" gcmpi_gpu_ctx *gcmpi_gpu_create(void)
 {
     if (gcmpi_gpu_device_count() == 0) return NULL;
@@ -66,10 +69,11 @@ extern "C" gcmpi_gpu_ctx *gcmpi_gpu_create(void)
         || cudaMallocAsync((void **)&ctx->flag, sizeof *ctx->flag, ctx->pool, ctx->stream) != cudaSuccess
         || cudaMallocAsync((void **)&ctx->nonfinite, sizeof *ctx->nonfinite, ctx->pool, ctx->stream)
                != cudaSuccess
-        || cudaHostAlloc((void **)&ctx->host_word, sizeof *ctx->host_word, cudaHostAllocDefault)
+        || cudaHostAlloc((void **)&ctx->host_word, HOST_WORDS_BYTES, cudaHostAllocDefault)
                != cudaSuccess
         || cudaStreamSynchronize(ctx->stream) != cudaSuccess)
         goto fail;
+    ctx->host_hdr = (uint8_t *)ctx->host_word + 16;
     return ctx;
 fail:
     (void)cudaGetLastError();
@@ -300,7 +304,7 @@ extern "C" size_t gcmpi_gpu_encode(gcmpi_gpu_ctx *ctx, const gc_codec *c, const 
     const int direct = dst_dev && ((uintptr_t)in_place & 15u) == 0;
     uint8_t *body_dev = direct ? in_place : (uint8_t *)scratch_get(ctx, &s, bound - GC_HEADER_SIZE);
     uint8_t *host_body = NULL;  /* the body on the host, for a host dst or the CRC */
-    uint8_t hdr[GC_HEADER_SIZE];
+    uint8_t *hdr = ctx->host_hdr;  /* page-locked: the copy to dst is a plain DMA */
     size_t body = 0;
     int synced = 0;  /* the stream was waited for after the last queued work */
     if (!body_dev) { r = GC_ERR(ALLOC); goto out; }
@@ -315,7 +319,7 @@ extern "C" size_t gcmpi_gpu_encode(gcmpi_gpu_ctx *ctx, const gc_codec *c, const 
     if (dst_dev && !crc_on) {
         /* Known now: the header goes in before the one wait. */
         write_header(hdr, id, 0, n, GC_HEADER_SIZE + body, 0);
-        queue_copy(ctx, dst, hdr, sizeof hdr, cudaMemcpyHostToDevice, &r);
+        queue_copy(ctx, dst, hdr, GC_HEADER_SIZE, cudaMemcpyHostToDevice, &r);
     }
     if (gc_is_error(r)) goto out;
     scratch_release(ctx, &s);  /* stream-ordered: after the copies above */
@@ -326,10 +330,10 @@ extern "C" size_t gcmpi_gpu_encode(gcmpi_gpu_ctx *ctx, const gc_codec *c, const 
         const uint32_t crc = crc_on ? gc_crc32c(0, host_body, body) : 0;
         write_header(hdr, id, crc_on ? GC_HF_CRC : 0, n, GC_HEADER_SIZE + body, crc);
         if (dst_dev) {
-            queue_copy(ctx, dst, hdr, sizeof hdr, cudaMemcpyHostToDevice, &r);
+            queue_copy(ctx, dst, hdr, GC_HEADER_SIZE, cudaMemcpyHostToDevice, &r);
             if (!gc_is_error(r)) r = sync_status(ctx);
         } else {
-            memcpy(dst, hdr, sizeof hdr);
+            memcpy(dst, hdr, GC_HEADER_SIZE);
         }
     }
 out:

@@ -79,6 +79,7 @@ struct gcmpi_gpu_ctx {
     unsigned *flag;       /* device word for decode errors */
     unsigned *nonfinite;  /* device word: the encode's input holds inf or NaN */
     unsigned *host_word;  /* page-locked word nonfinite is read into */
+    uint8_t *host_hdr;    /* page-locked header copied into a device dst */
     gpu_shadow shadow;    /* the device payload being decoded */
 };
 
