@@ -92,7 +92,7 @@ extern "C" void gcmpi_gpu_destroy(gcmpi_gpu_ctx *ctx)
     }
     if (ctx->pool) (void)cudaMemPoolDestroy(ctx->pool);
     if (ctx->host_word) (void)cudaFreeHost(ctx->host_word);
-    if (ctx->shadow.host) (void)cudaFreeHost(ctx->shadow.host);
+    free(ctx->shadow.host);
     (void)cudaGetLastError();
     free(ctx);
 }
@@ -365,18 +365,14 @@ static size_t shadow_open(gcmpi_gpu_ctx *ctx, const uint8_t *src, size_t len,
     gpu_shadow *sh = &ctx->shadow;
     const size_t total = (size_t)info->length;
     if (sh->cap < total) {
-        /* Page-locked (copies at full speed), grown to the largest payload
-         * seen and kept. */
-        size_t cap = sh->cap ? sh->cap : 4096;
-        while (cap < total) cap *= 2;
-        if (sh->host) (void)cudaFreeHost(sh->host);
-        sh->host = NULL;
+        /* Grown to the largest payload seen (with room for payloads that
+         * vary a little) and kept. Pageable: its pages are only touched
+         * where the host reads, so a codec that reads a few fields costs
+         * no memory for the rest. */
+        const size_t cap = total + total / 4;
+        free(sh->host);
         sh->cap = 0;
-        if (cudaHostAlloc((void **)&sh->host, cap, cudaHostAllocDefault) != cudaSuccess) {
-            (void)cudaGetLastError();
-            sh->host = NULL;
-            return GC_ERR(ALLOC);
-        }
+        if (!(sh->host = (uint8_t *)malloc(cap))) return GC_ERR(ALLOC);
         sh->cap = cap;
     }
     sh->valid = got < total ? got : total;

@@ -115,8 +115,8 @@ GCMPI_GPU_API size_t gcmpi_gpu_encode(gcmpi_gpu_ctx *ctx, const gc_codec *c,
  * host only where the host must read it: with the CRC flag, for the
  * sparse index sections of topk, dgc and topkq, and for the sequential
  * streams (qsgd's Elias coding, eg) and flagged (non-finite) payloads.
- * The context keeps a page-locked host buffer as long as the longest
- * device payload decoded so far for this. */
+ * For this the context keeps a host buffer as long as the longest device
+ * payload decoded so far (pageable; only the pages read are touched). */
 GCMPI_GPU_API size_t gcmpi_gpu_decode_add(gcmpi_gpu_ctx *ctx, const void *src, size_t len,
                                           float *acc, size_t n);
 

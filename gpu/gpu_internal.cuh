@@ -59,8 +59,8 @@ static inline uint32_t get_u32(const uint8_t *s) { uint32_t v = 0; for (int i = 
 /* ---- context and per-call scratch ----------------------------------------- */
 
 /* A payload in device memory being decoded (gcmpi_gpu_decode_add): the
- * codec's decode_add gets body pointers into host, a page-locked host
- * buffer as long as the payload, of which only the first `valid` bytes
+ * codec's decode_add gets body pointers into host, a host buffer as long
+ * as the payload, of which only the first `valid` bytes
  * (header and the body bytes the codec reads on the host, its table entry's
  * host_head) are filled; body_to_device maps a pointer into host back to
  * the device payload dev instead of copying. NULL dev: no device payload. */
