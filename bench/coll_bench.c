@@ -364,6 +364,22 @@ static void print_row(const char *codec, const char *algo, const result *r, int 
            r->rel_err, r->enc_ms, r->dec_ms, r->comm_ms, r->predicted_ms);
 }
 
+/* Runs auto's trial for count n (compressed calls without residuals, as
+ * many as it takes) so that its choice for n is settled. */
+static int settle_auto(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t n)
+{
+    for (int call = 0; call < 4 * GCMPI_AUTO_TRIALS * GCMPI_AUTO_TRIAL_CALLS; call++) {
+        int rc = gcmpi_allreduce_compressed(ctx, GCMPI_ALGO_AUTO, in, out, n, NULL);
+        if (rc != MPI_SUCCESS) return rc;
+        const gcmpi_auto_model *m = ctx->cache ? ctx->cache->model : NULL;
+        const gcmpi_auto_choice *c = NULL;
+        for (int i = 0; m && i < m->n_choices; i++)
+            if (m->choices[i].count == n) c = &m->choices[i];
+        if (!c || c->settled) return MPI_SUCCESS;
+    }
+    return MPI_SUCCESS;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -417,9 +433,13 @@ int main(int argc, char **argv)
                 cfg.algo = o.algos[a];
                 cfg.node_size = o.node_size;
                 ctx.cache = &caches[c];
-                /* auto measures its model on the first call for a codec. */
+                /* auto measures its model on the first call for a codec,
+                 * then tries its candidates on the first calls of a size:
+                 * the timed calls run what it settles on. */
                 int pick_rc = MPI_SUCCESS;
-                const gcmpi_algo run = gcmpi_coll_pick(&ctx, n, &pick_rc);
+                if (cfg.algo == GCMPI_ALGO_AUTO) pick_rc = settle_auto(&ctx, in, out, n);
+                const gcmpi_algo run = pick_rc == MPI_SUCCESS ? gcmpi_coll_pick(&ctx, n, &pick_rc)
+                                                              : GCMPI_ALGO_PASS;
                 if (pick_rc != MPI_SUCCESS || !gcmpi_coll_supports(cfg.codec, run)) continue;
                 result r = {.algo = run, .predicted_ms = NAN};
                 gcmpi_auto_model *model = caches[c].model;

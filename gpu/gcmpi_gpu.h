@@ -133,6 +133,21 @@ GCMPI_GPU_API void gcmpi_gpu_host_free(void *p);
  * and waited for. Returns 0 or an error. */
 GCMPI_GPU_API size_t gcmpi_gpu_zero(gcmpi_gpu_ctx *ctx, void *p, size_t bytes);
 
+/* ---- transparent momentum correction (GCMPI_MOMENTUM, gpu_momentum.cu) ----
+ * codecs/momentum.c on device memory, bit for bit. */
+
+/* 1 when the n floats at g (device) are all finite, 0 when one is inf or
+ * NaN, or an error. */
+GCMPI_GPU_API size_t gcmpi_gpu_all_finite(gcmpi_gpu_ctx *ctx, const float *g, size_t n);
+/* u = beta*u + g on the device (gc_momentum_accumulate); 0 or an error. */
+GCMPI_GPU_API size_t gcmpi_gpu_momentum_accumulate(gcmpi_gpu_ctx *ctx, float *u, const float *g,
+                                                   size_t n, float beta);
+/* gc_momentum_unfold on the device: 1 when s was finite and was unfolded
+ * against m, 0 when s holds inf or NaN (s and m left as they are), or an
+ * error. */
+GCMPI_GPU_API size_t gcmpi_gpu_momentum_unfold(gcmpi_gpu_ctx *ctx, float *s, float *m, size_t n,
+                                               float beta);
+
 #ifdef __cplusplus
 }
 #endif

@@ -4,6 +4,7 @@
 #
 #   gpu/run-on-device.sh            from the repository root
 #   OUT=/some/dir gpu/run-on-device.sh   logs and summary.txt under $OUT
+#   STEPS="1 5" gpu/run-on-device.sh     only those steps (after step 0)
 #
 #   0  configure with CUDA into build-device and build
 #   1  GPU vs CPU byte for byte, every codec (the 'gpu' test suite)
@@ -108,12 +109,14 @@ step5_bench() {
     esac
 }
 
+# STEPS="1 5" runs a subset (after the build); the default is every step,
+# the benchmark before the longest step so a run cut short keeps it.
+want() { case " ${STEPS:-1 2 3 5 4} " in *" $1 "*) return 0 ;; esac; return 1; }
 if step0_build; then
-    step1_codecs
-    device_step 2 step2_c_mpi
-    device_step 3 step3_mpi4py
-    # The benchmark before the longest step, so a run cut short keeps it.
-    step5_bench
-    device_step 4 step4_train
+    want 1 && step1_codecs
+    want 2 && device_step 2 step2_c_mpi
+    want 3 && device_step 3 step3_mpi4py
+    want 5 && step5_bench
+    want 4 && device_step 4 step4_train
 fi
 exit "$failed"

@@ -48,10 +48,11 @@ void gcmpi_auto_report_print(FILE *f)
         for (int i = 0; i < r->n; i++) {
             const gcmpi_auto_choice *c = &r->choices[i];
             fprintf(f,
-                    "libgcmpi: auto %s (%d ranks, %d nodes): %zu floats -> %s, predicted "
-                    "%.3f ms, measured %.3f ms over %llu calls\n",
+                    "libgcmpi: auto %s (%d ranks, %d nodes): %zu floats -> %s (model: %s, "
+                    "predicted %.3f ms), measured %.3f ms over %llu calls\n",
                     r->comm, r->p, r->n_nodes, c->count, gcmpi_algo_name(c->algo),
-                    1e3 * c->predicted_s, mean_ms(c), (unsigned long long)c->calls);
+                    gcmpi_algo_name(c->model), 1e3 * c->predicted_s, mean_ms(c),
+                    (unsigned long long)c->calls);
         }
 }
 
@@ -63,10 +64,10 @@ void gcmpi_auto_report_json(FILE *f)
             const gcmpi_auto_choice *c = &r->choices[i];
             fprintf(f,
                     "%s\n    {\"comm\": \"%s\", \"collective\": \"allreduce\", \"ranks\": %d, "
-                    "\"nodes\": %d, \"count\": %zu, \"algo\": \"%s\", \"predicted_s\": %.6g, "
-                    "\"measured_s\": %.6g, \"calls\": %llu}",
+                    "\"nodes\": %d, \"count\": %zu, \"algo\": \"%s\", \"model\": \"%s\", "
+                    "\"predicted_s\": %.6g, \"measured_s\": %.6g, \"calls\": %llu}",
                     first ? "" : ",", r->comm, r->p, r->n_nodes, c->count,
-                    gcmpi_algo_name(c->algo), c->predicted_s,
+                    gcmpi_algo_name(c->algo), gcmpi_algo_name(c->model), c->predicted_s,
                     c->calls ? c->measured_s / (double)c->calls : 0.0,
                     (unsigned long long)c->calls);
             first = 0;

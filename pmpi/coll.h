@@ -17,16 +17,20 @@
 
 /* Scratch buffers owned by one communicator's state, grown and reused so
  * the steady state allocates nothing. */
+#define GCMPI_SCRATCH_SLOTS 9
 typedef struct gcmpi_scratch {
-    void  *buf[8];
-    size_t cap[8];
+    void  *buf[GCMPI_SCRATCH_SLOTS];
+    size_t cap[GCMPI_SCRATCH_SLOTS];
 } gcmpi_scratch;
 
 /* Slots 0..5 belong to the collective algorithms (coll_impl.h names
- * them), slots from GCMPI_SCRATCH_SHIM_FIRST on to the shim. */
+ * them), slots from GCMPI_SCRATCH_SHIM_FIRST on to the shim: +0 and +1
+ * GCMPI_VERIFY's copies (+1 is also the adaptive layer's, adapt_call.h),
+ * +2 the host copy of a device gradient for the adaptive layer. */
 #define GCMPI_SCRATCH_SHIM_FIRST 6
 
-/* Returns a buffer of >= bytes in slot (0..7), or NULL (out of memory).
+/* Returns a buffer of >= bytes in slot (below GCMPI_SCRATCH_SLOTS), or
+ * NULL (out of memory).
  * The contents are not kept when the buffer grows. */
 void *gcmpi_scratch_get(gcmpi_scratch *s, unsigned slot, size_t bytes);
 void  gcmpi_scratch_free(gcmpi_scratch *s);
@@ -109,12 +113,21 @@ void gcmpi_nodes_free(gcmpi_nodes *nodes);
 /* GCMPI_ALGO=auto (coll_auto.c): the agreed cost model of a communicator
  * and the choices it made, per call size, for the report. */
 #define GCMPI_AUTO_MAX_CHOICES 32
+#define GCMPI_AUTO_TRIALS 3       /* candidates tried per call size     */
+#define GCMPI_AUTO_TRIAL_CALLS 2  /* calls each                         */
 typedef struct gcmpi_auto_choice {
     size_t count;          /* floats of the call                        */
-    gcmpi_algo algo;       /* what auto picked                          */
+    gcmpi_algo algo;       /* what auto runs (after the trial: settled) */
+    gcmpi_algo model;      /* the model's pick                          */
     double predicted_s;    /* the model's time for it                   */
-    uint64_t calls;        /* calls run with it                         */
+    uint64_t calls;        /* calls run with algo once settled          */
     double measured_s;     /* their summed time on this rank            */
+    /* The trial: the model's two fastest and passthrough, each run for a
+     * few calls; the fastest measured (agreed over ranks) is settled on. */
+    int settled, n_trial;
+    gcmpi_algo trial[GCMPI_AUTO_TRIALS];
+    int trial_calls[GCMPI_AUTO_TRIALS];
+    double trial_min_s[GCMPI_AUTO_TRIALS]; /* this rank's fastest call  */
 } gcmpi_auto_choice;
 
 typedef struct gcmpi_auto_model {

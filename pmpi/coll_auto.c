@@ -11,7 +11,12 @@
  * time). One PMPI_Allgather of all figures and the median over ranks of
  * each (the lower one for an even count) makes them the same on every rank
  * without letting one rank's hiccup decide, so the pick, a pure function
- * of the agreed figures and the call's count, is the same everywhere. */
+ * of the agreed figures and the call's count, is the same everywhere.
+ *
+ * A model can be wrong (a loaded machine, a link it did not measure well),
+ * and auto must not lose to native: per call size the model's pick, its
+ * runner-up and passthrough each run GCMPI_AUTO_TRIAL_CALLS calls, and
+ * the fastest by its best call on the slowest rank is kept from then on. */
 #include "coll_impl.h"
 #include "cost_model.h"
 
@@ -295,15 +300,53 @@ gcmpi_algo gcmpi_auto_pick(const gcmpi_config *cfg, const gcmpi_auto_model *m, s
 }
 
 /* The row of count in the model's table of choices (NULL when full). */
-static gcmpi_auto_choice *choice_row(gcmpi_auto_model *m, size_t count)
+static gcmpi_auto_choice *choice_row(gcmpi_auto_model *m, size_t count, int add)
 {
     for (int i = 0; i < m->n_choices; i++)
         if (m->choices[i].count == count) return &m->choices[i];
-    if (m->n_choices == GCMPI_AUTO_MAX_CHOICES) return NULL;
+    if (!add || m->n_choices == GCMPI_AUTO_MAX_CHOICES) return NULL;
     gcmpi_auto_choice *c = &m->choices[m->n_choices++];
     memset(c, 0, sizeof *c);
     c->count = count;
     return c;
+}
+
+/* A new row: the model's pick, its runner-up and passthrough to try. */
+static void start_trial(gcmpi_coll_ctx *ctx, gcmpi_auto_model *m, gcmpi_auto_choice *c)
+{
+    gcmpi_algo cand[GCMPI_ALGO_COUNT], rest[GCMPI_ALGO_COUNT];
+    const int n = gcmpi_auto_candidates(ctx->cfg, &m->env, cand);
+    const double bytes = (double)c->count * sizeof(float);
+    c->model = gcmpi_cost_pick(&m->env, cand, n, m->inner, bytes, &c->predicted_s);
+    c->algo = c->model;
+    c->trial[c->n_trial++] = c->model;
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (cand[i] != c->model) rest[k++] = cand[i];
+    if (k) {
+        const gcmpi_algo second = gcmpi_cost_pick(&m->env, rest, k, m->inner, bytes, NULL);
+        if (second != GCMPI_ALGO_PASS) c->trial[c->n_trial++] = second;
+    }
+    if (c->model != GCMPI_ALGO_PASS) c->trial[c->n_trial++] = GCMPI_ALGO_PASS;
+    for (int i = 0; i < c->n_trial; i++) c->trial_min_s[i] = INFINITY;
+    c->settled = c->n_trial == 1;
+}
+
+/* Every candidate has had its calls: the fastest by the slowest rank's
+ * best call (one PMPI_Allreduce, MAX), the same choice on every rank. */
+static int settle(gcmpi_coll_ctx *ctx, gcmpi_auto_choice *c)
+{
+    double agreed[GCMPI_AUTO_TRIALS];
+    const double t0 = PMPI_Wtime();
+    int rc = PMPI_Allreduce(c->trial_min_s, agreed, c->n_trial, MPI_DOUBLE, MPI_MAX, ctx->comm);
+    if (ctx->stats) ctx->stats->comm_s += PMPI_Wtime() - t0;
+    if (rc != MPI_SUCCESS) return rc;
+    int best = 0;
+    for (int i = 1; i < c->n_trial; i++)
+        if (agreed[i] < agreed[best]) best = i;
+    c->algo = c->trial[best];
+    c->settled = 1;
+    return MPI_SUCCESS;
 }
 
 gcmpi_algo gcmpi_coll_pick(gcmpi_coll_ctx *ctx, size_t count, int *rc)
@@ -314,21 +357,31 @@ gcmpi_algo gcmpi_coll_pick(gcmpi_coll_ctx *ctx, size_t count, int *rc)
     gcmpi_auto_model *m;
     *rc = gcmpi_auto_model_of(ctx, &m);
     if (*rc != MPI_SUCCESS) return GCMPI_ALGO_PASS;
-    double predicted;
-    const gcmpi_algo algo = gcmpi_auto_pick(ctx->cfg, m, count, &predicted);
-    gcmpi_auto_choice *c = choice_row(m, count);
-    if (c) {
-        c->algo = algo;
-        c->predicted_s = predicted;
-    }
-    return algo;
+    gcmpi_auto_choice *c = choice_row(m, count, 1);
+    if (!c) return gcmpi_auto_pick(ctx->cfg, m, count, NULL); /* table full: the model */
+    if (c->n_trial == 0) start_trial(ctx, m, c);
+    if (c->settled) return c->algo;
+    for (int i = 0; i < c->n_trial; i++)
+        if (c->trial_calls[i] < GCMPI_AUTO_TRIAL_CALLS) return c->trial[i];
+    *rc = settle(ctx, c);
+    return *rc == MPI_SUCCESS ? c->algo : GCMPI_ALGO_PASS;
 }
 
 void gcmpi_auto_note(gcmpi_coll_ctx *ctx, size_t count, gcmpi_algo algo, double seconds)
 {
     if (ctx->cfg->algo != GCMPI_ALGO_AUTO || !ctx->cache || !ctx->cache->model) return;
-    gcmpi_auto_choice *c = choice_row(ctx->cache->model, count);
-    if (!c || c->algo != algo) return;
+    gcmpi_auto_choice *c = choice_row(ctx->cache->model, count, 0);
+    if (!c) return;
+    if (!c->settled) {
+        for (int i = 0; i < c->n_trial; i++)
+            if (c->trial[i] == algo && c->trial_calls[i] < GCMPI_AUTO_TRIAL_CALLS) {
+                c->trial_calls[i]++;
+                if (seconds < c->trial_min_s[i]) c->trial_min_s[i] = seconds;
+                return;
+            }
+        return;
+    }
+    if (c->algo != algo) return;
     c->calls++;
     c->measured_s += seconds;
 }

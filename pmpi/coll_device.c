@@ -9,7 +9,7 @@
  * The host never reads or writes device memory.
  *
  * Where the GPU library has no kernels (a codec it does not support, a
- * zstd stage, DGC momentum (GCMPI_EF_MOMENTUM or GCMPI_MOMENTUM), hier,
+ * zstd stage, DGC momentum inside the encode (GCMPI_EF_MOMENTUM), hier,
  * sparse_rd, or the native algorithm, whose MPI-summed form is built on
  * the host), the call is compressed on the host instead: the
  * vector and the slot's device state are copied to page-locked buffers,
@@ -31,7 +31,10 @@ int gcmpi_device_has_kernels(const gcmpi_config *cfg, gcmpi_algo algo)
     const gcmpi_gpu_table *g = gcmpi_device_gpu();
     return g && (algo == GCMPI_ALGO_ALLGATHER || algo == GCMPI_ALGO_RSAG) &&
            g->supports(cfg->codec) && cfg->params.zstd_level == 0 &&
-           !gcmpi_coll_momentum_on(cfg) && cfg->momentum == 0.0;
+           !gcmpi_coll_momentum_on(cfg) &&
+           /* topkq's kernels run at the fixed width; the variance layer's
+            * per-bucket widths are the host encoder's */
+           !(cfg->adapt.method == GC_ADAPT_VARIANCE && strcmp(gc_codec_name(cfg->codec), "topkq") == 0);
 }
 
 /* Encode g[0..n) (device) with residual r (device or NULL) into dst (host). */
@@ -344,6 +347,64 @@ static int both_on_device(const void *a, const void *b)
     return g && g->is_device_pointer(a) && g->is_device_pointer(b);
 }
 
+/* The kernels' collective (allgather or rsag) on device buffers. */
+static int run_kernels(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in, float *out,
+                       size_t count, gcmpi_ef_slot *ef)
+{
+    return algo == GCMPI_ALGO_ALLGATHER ? allreduce_allgather(ctx, in, out, count, ef)
+                                        : allreduce_rsag(ctx, in, out, count, ef);
+}
+
+/* GCMPI_MOMENTUM: every rank restarts u and m at 0 when any rank's are new
+ * (coll_choose.c agree_momentum, on device memory). One int, MAX. */
+static int agree_momentum(gcmpi_coll_ctx *ctx, size_t count, gcmpi_ef_slot *ef)
+{
+    gcmpi_gpu_ctx *gc;
+    const gcmpi_gpu_table *g = gpu_of(&gc);
+    int lost = !(ef && ef->momentum) || ef->fresh, any = 0;
+    const double t0 = PMPI_Wtime();
+    int rc = PMPI_Allreduce(&lost, &any, 1, MPI_INT, MPI_MAX, ctx->comm);
+    ctx->stats->comm_s += PMPI_Wtime() - t0;
+    ctx->stats->bytes_sent += sizeof lost;
+    if (rc == MPI_SUCCESS && any && ef && ef->momentum &&
+        gc_is_error(g->zero(gc, ef->momentum, 2 * count * sizeof(float))))
+        rc = MPI_ERR_OTHER;
+    return rc;
+}
+
+/* coll_momentum.c on the GPU: u = beta*u + g, the kernels' collective on u
+ * with the residual, then the sum unfolded against m. A gradient with inf
+ * or NaN goes without residual or momentum (README "inf and NaN"). A local
+ * GPU failure still takes part in the collective (on the bare gradient)
+ * so no rank waits, and is returned after it. */
+static int momentum_on_device(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in, float *out,
+                              size_t count, gcmpi_ef_slot *ef)
+{
+    gcmpi_gpu_ctx *gc;
+    const gcmpi_gpu_table *g = gpu_of(&gc);
+    const float beta = (float)ctx->cfg->momentum;
+    gcmpi_ef_slot bare = *ef;
+    bare.residual = NULL;
+    bare.momentum = NULL;
+    double t0 = PMPI_Wtime();
+    const size_t finite = g->all_finite(gc, in, count);
+    size_t r = finite == 1 ? g->momentum_accumulate(gc, ef->momentum, in, count, beta) : finite;
+    ctx->stats->encode_s += PMPI_Wtime() - t0;
+    if (r != 0) { /* not finite, or a failure */
+        if (finite == 0) ctx->stats->nonfinite_in = 1;
+        const int rc = run_kernels(ctx, algo, in, out, count, &bare);
+        return gc_is_error(r) ? MPI_ERR_OTHER : rc;
+    }
+    gcmpi_ef_slot sub = *ef;
+    sub.momentum = NULL;
+    int rc = run_kernels(ctx, algo, ef->momentum, out, count, &sub);
+    if (rc != MPI_SUCCESS) return rc;
+    t0 = PMPI_Wtime();
+    r = g->momentum_unfold(gc, out, ef->momentum + count, count, beta);
+    ctx->stats->decode_s += PMPI_Wtime() - t0;
+    return gc_is_error(r) ? MPI_ERR_OTHER : MPI_SUCCESS;
+}
+
 int gcmpi_device_allreduce_compressed(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in,
                                       float *out, size_t count, gcmpi_ef_slot *ef)
 {
@@ -362,8 +423,14 @@ int gcmpi_device_allreduce_compressed(gcmpi_coll_ctx *ctx, gcmpi_algo algo, cons
     if (!ctx->stats) ctx->stats = &scratch_stats;
     memset(ctx->stats, 0, sizeof *ctx->stats);
     ctx->stats->bytes_offered = (uint64_t)count * sizeof(float);
-    int rc = algo == GCMPI_ALGO_ALLGATHER ? allreduce_allgather(ctx, in, out, count, ef)
-                                          : allreduce_rsag(ctx, in, out, count, ef);
+    const double t0 = PMPI_Wtime();
+    int rc = MPI_SUCCESS;
+    if (gcmpi_coll_momentum_floats(ctx->cfg, count)) rc = agree_momentum(ctx, count, ef);
+    if (rc == MPI_SUCCESS)
+        rc = ef && ef->momentum ? momentum_on_device(ctx, algo, in, out, count, ef)
+                                : run_kernels(ctx, algo, in, out, count, ef);
+    /* auto's trial times this path too (the host paths note their own). */
+    if (rc == MPI_SUCCESS) gcmpi_auto_note(ctx, count, algo, PMPI_Wtime() - t0);
     ds->device_s += ctx->stats->encode_s + ctx->stats->decode_s;
     ctx->stats = caller_stats;
     return rc;

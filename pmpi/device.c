@@ -133,6 +133,9 @@ static int load_gpu(void)
     RESOLVE(host_alloc, "gcmpi_gpu_host_alloc");
     RESOLVE(host_free, "gcmpi_gpu_host_free");
     RESOLVE(zero, "gcmpi_gpu_zero");
+    RESOLVE(all_finite, "gcmpi_gpu_all_finite");
+    RESOLVE(momentum_accumulate, "gcmpi_gpu_momentum_accumulate");
+    RESOLVE(momentum_unfold, "gcmpi_gpu_momentum_unfold");
     return 0;
 }
 

@@ -33,6 +33,10 @@ typedef struct gcmpi_gpu_table {
     void *(*host_alloc)(size_t bytes);
     void (*host_free)(void *p);
     size_t (*zero)(gcmpi_gpu_ctx *ctx, void *p, size_t bytes);
+    size_t (*all_finite)(gcmpi_gpu_ctx *ctx, const float *g, size_t n);
+    size_t (*momentum_accumulate)(gcmpi_gpu_ctx *ctx, float *u, const float *g, size_t n,
+                                  float beta);
+    size_t (*momentum_unfold)(gcmpi_gpu_ctx *ctx, float *s, float *m, size_t n, float beta);
 } gcmpi_gpu_table;
 
 /* What the device path did in this process (summed over ranks in the

@@ -228,7 +228,9 @@ static int evict_one(void)
 
 static void slot_fill(gcmpi_ef_slot *slot, gcmpi_ef_entry *e, int fresh)
 {
-    const size_t floats = e->residual_floats + e->server_floats + e->state_floats;
+    /* A device entry's floats are in device memory: its host part is the
+     * header and the adaptive block alone. */
+    const size_t floats = e->dev ? 0 : e->residual_floats + e->server_floats + e->state_floats;
     float *f = e->dev ? e->dev : e->data;
     slot->residual = e->residual_floats ? f : NULL;
     slot->server = e->server_floats ? f + e->residual_floats : NULL;

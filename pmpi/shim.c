@@ -390,15 +390,6 @@ static void timeline_add(gcmpi_comm_state *st, const gc_params *used,
 static int allreduce_run(gcmpi_comm_state *st, MPI_Comm comm, const void *sendbuf,
                          void *recvbuf, size_t count, int on_dev)
 {
-    /* The adaptive layer reads statistics of the gradient on the host; on
-     * device buffers it is refused rather than silently skipped. */
-    if (on_dev && gc_adapt_active(&cfg.adapt) && count > 0) {
-        fprintf(stderr, "libgcmpi: rank %d: GCMPI_ADAPT is not supported on CUDA device "
-                        "buffers (MPI_Allreduce on %s); unset GCMPI_ADAPT for GPU jobs\n",
-                st->rank, st->label);
-        PMPI_Comm_call_errhandler(comm, MPI_ERR_UNSUPPORTED_OPERATION);
-        return MPI_ERR_UNSUPPORTED_OPERATION;
-    }
     inside = 1;
     int in_place = sendbuf == MPI_IN_PLACE;
     const float *in = in_place ? recvbuf : sendbuf;
@@ -425,11 +416,23 @@ static int allreduce_run(gcmpi_comm_state *st, MPI_Comm comm, const void *sendbu
     const gc_params *used = &cfg.params;
     gcmpi_adapt_call ac;
     const float *send = in;
+    float *seen = NULL; /* device buffers: the host copy the adaptive layer reads */
     if (adaptive) {
         call = cfg;
         ctx.cfg = &call;
         used = &call.params;
-        rc = gcmpi_adapt_begin(&ac, &cfg, st, &ctx, &slot, in, count, &call, &send);
+        if (on_dev) {
+            /* The layer's statistics and shaping run on the host (its state
+             * is host memory in the entry); the gradient comes over once. */
+            seen = verify_buffer(st, 2, count);
+            rc = gcmpi_device_copy(seen, in, count * sizeof(float), 1);
+        }
+        /* rc is this rank's alone: the layer's agreement still runs so no
+         * rank waits, and the call fails after the collective. */
+        int local = rc;
+        rc = gcmpi_adapt_begin(&ac, &cfg, st, &ctx, &slot, seen ? seen : in, count, &call, &send);
+        if (seen && send == seen) send = in; /* unshaped: the device buffer itself */
+        if (local != MPI_SUCCESS) rc = local;
     }
     /* DGC's warm-up: a floor under the configured or adapted ratio, from a
      * call position all ranks share. */
@@ -450,7 +453,10 @@ static int allreduce_run(gcmpi_comm_state *st, MPI_Comm comm, const void *sendbu
     else if (rc == MPI_SUCCESS)
         rc = gcmpi_allreduce_compressed(&ctx, algo, send, recvbuf, count, &slot);
     gc_adapt_report rep = {NAN, NAN, NAN, NAN, NAN, NAN};
-    if (adaptive) gcmpi_adapt_end(&ac, &cfg, st, rc == MPI_SUCCESS, recvbuf, count, &cs, &rep);
+    if (adaptive && seen && rc == MPI_SUCCESS) /* the result, observed on the host */
+        rc = gcmpi_device_copy(seen, recvbuf, count * sizeof(float), 1);
+    if (adaptive)
+        gcmpi_adapt_end(&ac, &cfg, st, rc == MPI_SUCCESS, seen ? seen : recvbuf, count, &cs, &rep);
     gcmpi_ef_release(entry);
     gcmpi_stats_add_call(&st->stats[GCMPI_KIND_ALLREDUCE], &cs, rc != MPI_SUCCESS);
     if (rc == MPI_SUCCESS && count > 0) timeline_add(st, used, &rep, &cs, count);

@@ -888,6 +888,57 @@ static void test_auto_measures_once_and_results_agree(harness *h)
     use_node_size(h, 0);
 }
 
+/* auto's trial: per call size the model's pick, its runner-up and
+ * passthrough each run GCMPI_AUTO_TRIAL_CALLS calls, then the fastest by
+ * the slowest rank's best call is kept on every rank, even when the ranks
+ * measured opposite things; a settled size runs its choice from then on. */
+static void test_auto_trial_settles_on_the_measured_fastest(harness *h)
+{
+    const int me = h->ctx.rank;
+    use_node_size(h, 1);
+    h->cfg.algo = GCMPI_ALGO_AUTO;
+    use_codec(h, "topk");
+    gcmpi_coll_cache_free(&h->cache);
+    const size_t n = 1 << 16;
+    int rc = MPI_SUCCESS;
+    gcmpi_algo first = gcmpi_coll_pick(&h->ctx, n, &rc);
+    CHECK(rc == MPI_SUCCESS && h->cache.model, "no model (rc %d)", rc);
+    gcmpi_auto_choice *c = h->cache.model ? &h->cache.model->choices[0] : NULL;
+    if (!c) return;
+    CHECK(first == c->model, "the first call runs the model's pick, not %s",
+          gcmpi_algo_name(first));
+    CHECK((c->n_trial >= 2 && c->trial[c->n_trial - 1] == GCMPI_ALGO_PASS) ||
+              c->model == GCMPI_ALGO_PASS,
+          "passthrough is tried (%d candidates)", c->n_trial);
+    /* Fake times: rank 0 finds candidate 0 fastest, the others find the
+     * last one fastest by far; MAX over ranks must pick the last one when
+     * rank 0's time for it is below the others' for candidate 0. */
+    const int last = c->n_trial - 1;
+    int runs = 0;
+    for (;;) {
+        gcmpi_algo a = gcmpi_coll_pick(&h->ctx, n, &rc);
+        CHECK(rc == MPI_SUCCESS, "pick rc %d", rc);
+        if (c->settled || rc != MPI_SUCCESS) break;
+        int idx = 0;
+        while (idx < c->n_trial && c->trial[idx] != a) idx++;
+        CHECK(idx < c->n_trial, "%s is not a candidate", gcmpi_algo_name(a));
+        if (idx == c->n_trial) break;
+        const double t = me == 0 ? (idx == 0 ? 1e-3 : 2e-3) : (idx == last ? 1e-4 : 5e-3);
+        gcmpi_auto_note(&h->ctx, n, a, t);
+        runs++;
+    }
+    CHECK(runs == (c->n_trial > 1 ? c->n_trial * GCMPI_AUTO_TRIAL_CALLS : 0), "%d trial calls",
+          runs);
+    int settled = (int)c->algo;
+    CHECK(same_on_all_ranks(h, (const float *)&settled, 1), "settled choices differ");
+    if (h->ctx.size > 1 && c->n_trial > 1)
+        CHECK(c->algo == c->trial[last], "settled on %s, want %s", gcmpi_algo_name(c->algo),
+              gcmpi_algo_name(c->trial[last]));
+    CHECK(gcmpi_coll_pick(&h->ctx, n, &rc) == c->algo, "a settled size keeps its choice");
+    gcmpi_coll_cache_free(&h->cache);
+    use_node_size(h, 0);
+}
+
 /* A codec whose encode fails on rank 0 only: every rank must return the
  * same error (nobody waits in an exchange the others left), and the next
  * call on the same communicator works. */
@@ -1192,6 +1243,7 @@ int main(int argc, char **argv)
         T(test_sparse_rd_failed_encode_on_one_rank_fails_everywhere),
         T(test_auto_pick_is_the_same_on_every_rank_whatever_each_measured),
         T(test_auto_measures_once_and_results_agree),
+        T(test_auto_trial_settles_on_the_measured_fastest),
 #undef T
     };
     /* test_algos [test-name-part] [codec,codec...] */
