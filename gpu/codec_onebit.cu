@@ -33,6 +33,81 @@ __global__ void k_onebit_means(size_t n, size_t bucket, size_t nb, gpu_sums nonn
     }
 }
 
+/* The whole encode in one pass for buckets that fit a tile (gpu_bucket.cuh):
+ * lane sums of each part and the count of v >= 0 per bucket from shared
+ * memory, the means into the body, then the plane bytes (one thread per
+ * byte, as k_bits_encode) and residuals v - mean. */
+__global__ void k_onebit_tiles_sync(const float *g, float *r, size_t n, size_t bucket, size_t nb,
+                                    size_t bpt, uint8_t *body)
+{
+    TILE_SHARED_V(sv);
+    __shared__ float part_pos[TILE_THREADS], part_neg[TILE_THREADS];
+    __shared__ uint32_t part_count[TILE_THREADS];
+    __shared__ float s_hi[TILE_MAX_BUCKETS], s_lo[TILE_MAX_BUCKETS];
+    uint8_t *means = body + BUCKET_FIELD, *out = body + BUCKET_FIELD + 8 * nb;
+    const size_t mfull = (bucket + 7) / 8;
+    const unsigned j = threadIdx.x % Q_LANES, grp = threadIdx.x / Q_LANES;
+    if (blockIdx.x == 0 && threadIdx.x == 0) st_u32(body, (uint32_t)bucket);
+    for (size_t t = blockIdx.x; t * bpt < nb; t += gridDim.x) {
+        const tile tl = tile_at(n, bucket, nb, bpt, t);
+        tile_load(g, r, &tl, sv);
+        for (size_t base = 0; base < tl.nbt; base += TILE_GROUPS) {
+            const size_t lb = base + grp;
+            float pos = 0.0f, neg = 0.0f;
+            uint32_t count = 0;
+            if (lb < tl.nbt) {
+                const float *vb = sv + lb * bucket;
+                const size_t len = bucket_len(n, bucket, tl.b0 + lb);
+                for (size_t e = j; e < len; e += Q_LANES) {
+                    const float v = vb[e];
+                    const bool nonneg = v >= 0.0f;
+                    pos = gx_add(pos, nonneg ? v : 0.0f);
+                    neg = gx_add(neg, nonneg ? 0.0f : v);
+                    count += nonneg;
+                }
+            }
+            part_pos[threadIdx.x] = pos;
+            part_neg[threadIdx.x] = neg;
+            part_count[threadIdx.x] = count;
+            __syncthreads();
+            const size_t ob = base + threadIdx.x;
+            if (threadIdx.x < TILE_GROUPS && ob < tl.nbt) {
+                const unsigned at = threadIdx.x * Q_LANES;
+                const uint64_t len = bucket_len(n, bucket, tl.b0 + ob);
+                uint32_t cp = 0, nan_pos, nan_neg;
+                for (unsigned k = 0; k < Q_LANES; k++) cp += part_count[at + k];
+                const double tp = chunk_total(lanes_total(part_pos + at), &nan_pos);
+                const double tn = chunk_total(lanes_total(part_neg + at), &nan_neg);
+                s_hi[ob] = part_mean(tp, nan_pos, cp);
+                s_lo[ob] = part_mean(tn, nan_neg, len - cp);
+                st_f32(means + 8 * (tl.b0 + ob), s_hi[ob]);
+                st_f32(means + 8 * (tl.b0 + ob) + 4, s_lo[ob]);
+            }
+            __syncthreads();
+        }
+        const unsigned ncols = (unsigned)(tl.nbt * mfull), mf = (unsigned)mfull;
+        for (unsigned x = threadIdx.x; x < ncols; x += TILE_THREADS) {
+            const unsigned lb = x / mf, k = x % mf;
+            const size_t len = bucket_len(n, bucket, tl.b0 + lb);
+            const size_t m = (len + 7) / 8;
+            if (k >= m) continue;
+            const float *vb = sv + lb * bucket;
+            const float hi = s_hi[lb], lo = s_lo[lb];
+            unsigned byte = 0;
+            for (unsigned jj = 0; jj < 8; jj++) {
+                const size_t e = jj * m + k;
+                if (e >= len) break;
+                const float v = vb[e];
+                const unsigned bit = v >= 0.0f;
+                byte |= bit << jj;
+                if (r) r[tl.i0 + lb * bucket + e] = gx_sub(v, bit ? hi : lo);
+            }
+            out[(tl.b0 + lb) * mfull + k] = (uint8_t)byte;
+        }
+        __syncthreads();  /* sv is reloaded */
+    }
+}
+
 __global__ void k_onebit_field(uint8_t *body, uint32_t bucket) { st_u32(body, bucket); }
 
 static size_t onebit_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float *r, size_t n,
@@ -43,6 +118,11 @@ static size_t onebit_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, floa
     if (cap < size) return GC_ERR(DST_TOO_SMALL);
     if (nb == 0) {
         k_onebit_field<<<1, 1, 0, ctx->stream>>>(body, (uint32_t)bucket);
+        return size;
+    }
+    if (tile_fits(bucket)) {
+        const size_t bpt = tile_buckets(bucket);
+        k_onebit_tiles_sync<<<tile_grid(nb, bpt), TILE_THREADS, 0, ctx->stream>>>(g, r, n, bucket, nb, bpt, body);
         return size;
     }
     gpu_sums nonneg, neg;

@@ -126,6 +126,20 @@ static size_t qsgd_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float 
     const float levels = (float)((1u << (bits - 1)) - 1u);
     k_qsgd_head<<<1, 1, 0, ctx->stream>>>(body, (uint32_t)bucket, bits, (unsigned)coding);
     if (nb == 0) return QSGD_FIELDS;
+    const uint32_t key = key32(seed);
+    if (tile_fits(bucket)) {
+        if (coding == QSGD_FIXED) {
+            gpu_signmag_encode_tiles(ctx, g, r, n, bucket, bits, levels, key, STAT_NORM, NULL,
+                                     body + QSGD_FIELDS, body + head, NULL);
+            return bound;
+        }
+        uint8_t *codes = (uint8_t *)scratch_get(ctx, s, n);
+        if (!codes) return GC_ERR(ALLOC);
+        gpu_signmag_encode_tiles(ctx, g, r, n, bucket, bits, levels, key, STAT_NORM, NULL,
+                                 body + QSGD_FIELDS, NULL, codes);
+        size_t e = elias_write(ctx, s, codes, n, bits, body + head, cap - head);
+        return gc_is_error(e) ? e : head + e;
+    }
     gpu_sums sums;
     size_t e = gpu_bucket_sums(ctx, s, g, r, n, bucket, SUM_SQUARE, &sums);
     if (gc_is_error(e)) return e;
@@ -133,7 +147,6 @@ static size_t qsgd_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float 
     if (!inv || !step) return GC_ERR(ALLOC);
     k_qsgd_scales<<<blocks_for(nb, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(
         sums.total, sums.nan, nb, levels, body + QSGD_FIELDS, inv, step);
-    const uint32_t key = key32(seed);
     if (coding == QSGD_FIXED) {
         gpu_signmag_encode(ctx, g, r, n, bucket, bits, levels, key, inv, step, body + head, NULL);
         return bound;

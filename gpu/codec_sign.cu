@@ -1,7 +1,7 @@
 /* codec_sign.cu — codecs/codec_sign.c on the device: per bucket the mean
  * |v| (sums in quant_common.h's order), one bit per element (v >= 0) in a
  * bit plane, decoded as +-mean. */
-#include "gpu_internal.cuh"
+#include "gpu_bucket.cuh"
 
 static size_t sign_bits_bytes(size_t n, size_t bucket)
 {
@@ -74,6 +74,14 @@ __global__ void k_sign_scales(size_t n, size_t bucket, size_t cpb, size_t nb,
     }
 }
 
+/* The residual v - (bit ? hi : -hi), with v - lo written as v + hi: equal
+ * bits for non-NaN, and where the scale is NaN it gives the NaN gcc's
+ * folding gives the CPU. */
+__device__ static inline float sign_residual(float v, unsigned bit, float hi)
+{
+    return bit ? gx_sub(v, hi) : gx_add(v, hi);
+}
+
 /* One thread per plane byte: bit j of byte k of bucket b is element
  * j*m + k, set when v >= 0 (NaN clear); with r, r = v - (hi or lo). The
  * decode kernel below walks the same bytes and flags set padding bits. */
@@ -82,7 +90,7 @@ __global__ void k_sign_bits(const float *g, float *r, size_t n, size_t bucket, s
 {
     const size_t mfull = (bucket + 7) / 8;
     GRID_STRIDE(x, nbytes) {
-        const size_t b = x / mfull, k = x % mfull, len = bucket_len(n, bucket, b);
+        const size_t b = div_index(x, mfull), k = x - b * mfull, len = bucket_len(n, bucket, b);
         const size_t m = (len + 7) / 8, i0 = b * bucket;
         const float hi = scales[b];
         unsigned byte = 0;
@@ -92,11 +100,68 @@ __global__ void k_sign_bits(const float *g, float *r, size_t n, size_t bucket, s
             float v = r ? r[i0 + e] : g[i0 + e];
             unsigned bit = v >= 0.0f;
             byte |= bit << j;
-            /* v - lo written as v + hi: equal bits for non-NaN, and where the
-             * scale is NaN it gives the NaN gcc's folding gives the CPU. */
-            if (r) r[i0 + e] = bit ? gx_sub(v, hi) : gx_add(v, hi);
+            if (r) r[i0 + e] = sign_residual(v, bit, hi);
         }
         out[x] = (uint8_t)byte;
+    }
+}
+
+/* The whole encode in one pass for buckets that fit a tile (gpu_bucket.cuh):
+ * lane sums of |v| per bucket from shared memory, the mean into the body,
+ * then the plane bytes (one thread per byte) and residuals. */
+__global__ void k_sign_tiles_sync(const float *g, float *r, size_t n, size_t bucket, size_t nb,
+                                  size_t bpt, uint8_t *body)
+{
+    TILE_SHARED_V(sv);
+    __shared__ float part[TILE_THREADS];
+    __shared__ float s_hi[TILE_MAX_BUCKETS];
+    uint8_t *scales = body + BUCKET_FIELD, *out = body + BUCKET_FIELD + 4 * nb;
+    const size_t mfull = (bucket + 7) / 8;
+    const unsigned j = threadIdx.x % Q_LANES, grp = threadIdx.x / Q_LANES;
+    if (blockIdx.x == 0 && threadIdx.x == 0) st_u32(body, (uint32_t)bucket);
+    for (size_t t = blockIdx.x; t * bpt < nb; t += gridDim.x) {
+        const tile tl = tile_at(n, bucket, nb, bpt, t);
+        tile_load(g, r, &tl, sv);
+        for (size_t base = 0; base < tl.nbt; base += TILE_GROUPS) {
+            const size_t lb = base + grp;
+            float sum = 0.0f;
+            if (lb < tl.nbt) {
+                const float *vb = sv + lb * bucket;
+                const size_t len = bucket_len(n, bucket, tl.b0 + lb);
+                for (size_t e = j; e < len; e += Q_LANES) sum = gx_add(sum, gx_abs(vb[e]));
+            }
+            part[threadIdx.x] = sum;
+            __syncthreads();
+            const size_t ob = base + threadIdx.x;
+            if (threadIdx.x < TILE_GROUPS && ob < tl.nbt) {
+                const size_t len = bucket_len(n, bucket, tl.b0 + ob);
+                uint32_t nan;
+                const double total = chunk_total(lanes_total(part + threadIdx.x * Q_LANES), &nan);
+                s_hi[ob] = nan ? bitsf(nan) : __double2float_rn(__ddiv_rn(total, (double)len));
+                st_f32(scales + 4 * (tl.b0 + ob), s_hi[ob]);
+            }
+            __syncthreads();
+        }
+        const unsigned ncols = (unsigned)(tl.nbt * mfull), mf = (unsigned)mfull;
+        for (unsigned x = threadIdx.x; x < ncols; x += TILE_THREADS) {
+            const unsigned lb = x / mf, k = x % mf;
+            const size_t len = bucket_len(n, bucket, tl.b0 + lb);
+            const size_t m = (len + 7) / 8;
+            if (k >= m) continue;
+            const float *vb = sv + lb * bucket;
+            const float hi = s_hi[lb];
+            unsigned byte = 0;
+            for (unsigned jj = 0; jj < 8; jj++) {
+                const size_t e = jj * m + k;
+                if (e >= len) break;
+                const float v = vb[e];
+                const unsigned bit = v >= 0.0f;
+                byte |= bit << jj;
+                if (r) r[tl.i0 + lb * bucket + e] = sign_residual(v, bit, hi);
+            }
+            out[(tl.b0 + lb) * mfull + k] = (uint8_t)byte;
+        }
+        __syncthreads();  /* sv is reloaded */
     }
 }
 
@@ -105,7 +170,7 @@ __global__ void k_sign_decode(const float *scales, const uint8_t *in, size_t n, 
 {
     const size_t mfull = (bucket + 7) / 8;
     GRID_STRIDE(x, nbytes) {
-        const size_t b = x / mfull, k = x % mfull, len = bucket_len(n, bucket, b);
+        const size_t b = div_index(x, mfull), k = x - b * mfull, len = bucket_len(n, bucket, b);
         const size_t m = (len + 7) / 8, i0 = b * bucket;
         const float hi = scales[b];
         const unsigned byte = in[x];
@@ -130,6 +195,11 @@ static size_t sign_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float 
     cudaStream_t st = ctx->stream;
     if (nb == 0) {
         k_sign_field<<<1, 1, 0, st>>>(body, (uint32_t)bucket);
+        return size;
+    }
+    if (tile_fits(bucket)) {
+        const size_t bpt = tile_buckets(bucket);
+        k_sign_tiles_sync<<<tile_grid(nb, bpt), TILE_THREADS, 0, st>>>(g, r, n, bucket, nb, bpt, body);
         return size;
     }
     const size_t cpb = (bucket + Q_CHUNK - 1) / Q_CHUNK;

@@ -43,6 +43,11 @@ static size_t terngrad_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, fl
         k_bucket_field<<<1, 1, 0, ctx->stream>>>(body, (uint32_t)bucket);
         return size;
     }
+    if (tile_fits(bucket)) {
+        gpu_signmag_encode_tiles(ctx, g, r, n, bucket, TERN_BITS, 1.0f, key32(seed), STAT_ABSMAX,
+                                 body, body + BUCKET_FIELD, body + BUCKET_FIELD + 4 * nb, NULL);
+        return size;
+    }
     uint32_t *amax = (uint32_t *)scratch_get(ctx, s, 4 * nb);
     float *inv = (float *)scratch_get(ctx, s, 4 * nb), *step = (float *)scratch_get(ctx, s, 4 * nb);
     if (!amax || !inv || !step) return GC_ERR(ALLOC);

@@ -16,6 +16,21 @@ void gpu_signmag_encode(gcmpi_gpu_ctx *ctx, const float *g, float *r, size_t n, 
                         unsigned bits, float s, uint32_t key, const float *inv,
                         const float *step, uint8_t *planes, uint8_t *codes);
 
+/* The statistic that scales a bucket's levels in gpu_signmag_encode_tiles. */
+enum {
+    STAT_NORM,    /* qsgd: scale = l2 norm (sum of v^2 in the CPU's order), inv = s / norm,
+                     step = norm / s */
+    STAT_ABSMAX,  /* terngrad: scale = max |v|, inv = 1 / scale, step = scale */
+};
+
+/* gpu_signmag_encode with each bucket's scale computed in the same pass,
+ * for buckets that fit a tile (tile_fits, gpu_bucket.cuh): reads g (and r)
+ * once. The scale goes to stats + 4 b (little-endian float), the bucket
+ * size to field when field is not NULL. Queued. */
+void gpu_signmag_encode_tiles(gcmpi_gpu_ctx *ctx, const float *g, float *r, size_t n,
+                              size_t bucket, unsigned bits, float s, uint32_t key, int stat,
+                              uint8_t *field, uint8_t *stats, uint8_t *planes, uint8_t *codes);
+
 /* acc += sign * level * step[b] from the planes; a set padding code sets
  * *bad. Queued. */
 void gpu_signmag_decode_add(gcmpi_gpu_ctx *ctx, const uint8_t *planes, size_t n, size_t bucket,

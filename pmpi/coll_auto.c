@@ -207,9 +207,14 @@ int gcmpi_auto_agree(gcmpi_coll_ctx *ctx, const gcmpi_nodes *nodes, const double
         rc = PMPI_Allgather(local, FIGURES, MPI_DOUBLE, all, FIGURES, MPI_DOUBLE, ctx->comm);
     if (rc == MPI_SUCCESS)
         for (int f = 0; f < FIGURES; f++) {
-            for (int r = 0; r < p; r++) col[r] = all[(size_t)r * FIGURES + f];
-            qsort(col, (size_t)p, sizeof *col, cmp_double);
-            agreed[f] = col[(p - 1) / 2]; /* every rank sorts the same values */
+            /* Over the ranks that measured the figure: only node leaders
+             * time the links between nodes, and the others' 0 would
+             * otherwise outvote them (a median of 0 is a free link). */
+            int k = 0;
+            for (int r = 0; r < p; r++)
+                if (all[(size_t)r * FIGURES + f] > 0.0) col[k++] = all[(size_t)r * FIGURES + f];
+            qsort(col, (size_t)k, sizeof *col, cmp_double);
+            agreed[f] = k ? col[(k - 1) / 2] : 0.0; /* every rank sorts the same values */
         }
     free(all);
     free(col);

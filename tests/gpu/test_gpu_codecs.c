@@ -456,6 +456,25 @@ int main(void)
             cases += 2;
         }
     }
+    /* Full one-pass tiles of the dense quantisers (gpu_bucket.cuh: 8192
+     * floats moved in 16-byte loads) at the default bucket and at the
+     * longest a tile takes (2048: four buckets a tile, most lane groups
+     * idle while the statistic is formed), at a size the emulation runs
+     * too: two full tiles and a short one. */
+    static const char *const tiled[] = {"int8", "sign", "qsgd", "terngrad", "onebit", "natural"};
+    for (size_t ti = 0; ti < sizeof tiled / sizeof *tiled; ti++) {
+        if (only && !listed(only, tiled[ti])) continue;
+        gc_params p;
+        gc_params_default(&p);
+        for (int ef = 0; ef < 2; ef++) {
+            p.bucket = 512;
+            run_case(tiled[ti], &p, 2 * 8192 + 5, ef, ef, 0, FILL_RANDOM);
+            run_case(tiled[ti], &p, 2 * 8192 + 5, ef, !ef, 1, FILL_SPECIAL);
+            p.bucket = 2048;
+            run_case(tiled[ti], &p, 2 * 8192 + 5, ef, !ef, 0, FILL_RANDOM);
+            cases += 3;
+        }
+    }
     test_errors();
     gcmpi_gpu_destroy(ctx);
     if (failures) {

@@ -882,6 +882,14 @@ static void test_auto_measures_once_and_results_agree(harness *h)
         }
         CHECK(h->cache.model && h->cache.model->n_choices == 3, "%s: choices %d", codecs[c],
               h->cache.model ? h->cache.model->n_choices : -1);
+        /* Only node leaders time the links between nodes: their figures,
+         * not the others' zeros, make the agreed line. */
+        const gcmpi_cost_env *e = h->cache.model ? &h->cache.model->env : NULL;
+        if (e && e->n_nodes > 1)
+            CHECK(e->between.allgather.a > 0 && e->between.allgather.b > 0 &&
+                      e->between.allreduce.b > 0,
+                  "%s: the link between nodes was agreed as free (a %g, b %g)", codecs[c],
+                  e->between.allgather.a, e->between.allgather.b);
     }
     gcmpi_coll_cache_free(&h->cache);
     h->cfg.algo = GCMPI_ALGO_AUTO;
