@@ -12,7 +12,10 @@ bytes of float32 (generalised-Gaussian-like: normal times a random
 exponent), and reported as GB/s of input and as the ratio to a
 device-to-device copy of the same bytes timed the same way. The
 libgcmpi figures come from running the codec benchmark with --json on the
-same size; the table shows both per codec.
+same size; the table shows both per codec: libgcmpi's encode (no
+residual), and its decode_add from a payload in device memory (the
+kernels' rate, held against the copy) and from one in page-locked host
+memory (the host-to-device copy of the payload included).
 
 usage: gpu_vs_torch.py [--bench PATH] [--size BYTES] [--reps N]
 Needs torch with CUDA; exits 77 (skipped) without a device or without torch.
@@ -92,14 +95,17 @@ def main():
     print(f"{nbytes} bytes float32, best of {a.reps}; torch copy {gb / copy_s:.1f} GB/s, "
           f"libgcmpi copy {next(iter(ours.values()))['copy_gbps']:.1f} GB/s" if ours else "")
     print(f"{'codec':<10} {'gcmpi enc GB/s':>15} {'enc/copy':>9} {'torch GB/s':>11} "
-          f"{'torch/copy':>11}  torch work")
+          f"{'torch/copy':>11} {'dec GB/s':>9} {'dec/copy':>9} {'dec host GB/s':>14} "
+          f"{'host/copy':>10}  torch work")
     for name in sorted(ours):
         r = ours[name]
         t = torch_s.get(name)
         tcol = f"{gb / t:11.2f} {copy_s / t:11.3f}" if t else f"{'-':>11} {'-':>11}"
         what = {"topk": "topk 1%", "dgc": "topk 1%", "int8": "scale+cast int8",
                 "fp16": "cast fp16", "sign": "sign to int8"}.get(name, "")
-        print(f"{name:<10} {r['encode_gbps']:15.2f} {r['encode_vs_copy']:9.3f} {tcol}  {what}")
+        print(f"{name:<10} {r['encode_gbps']:15.2f} {r['encode_vs_copy']:9.3f} {tcol} "
+              f"{r['decode_gbps']:9.2f} {r['decode_vs_copy']:9.3f} "
+              f"{r['decode_host_gbps']:14.2f} {r['decode_host_vs_copy']:10.3f}  {what}")
     return 0
 
 

@@ -83,16 +83,40 @@ GCMPI_GPU_API size_t gcmpi_gpu_copy(gcmpi_gpu_ctx *ctx, void *dst, const void *s
 /* gc_encode for device buffers: g[0..n) and residual[0..n) (NULL: no error
  * feedback) are device memory; dst (capacity cap >= gc_bound(c, n, p)) may
  * be host or device memory. Same payload and same residual as gc_encode
- * with the same arguments. Returns payload bytes or an error. */
+ * with the same arguments. Returns payload bytes or an error.
+ * Device dst: the kernels write the body in place at dst + GC_HEADER_SIZE
+ * (staged in pool memory and copied only when that address is not 16-byte
+ * aligned) and the header goes in with one small host-to-device copy; bytes
+ * of dst past the payload may be written too (up to cap). Host dst: the
+ * body is built on the device and copied over. The CRC flag copies the body
+ * to the host for gc_crc32c.
+ * inf and NaN in g (payload.c, GC_HF_NONFINITE): one vectorised pass over g
+ * sets a device flag. Without a residual, and for a codec whose body layout
+ * does not depend on the values (all but topk, dgc, topkq, eg and qsgd's
+ * Elias coding), the pass and the encode are queued back to back and the
+ * flag is read after the one wait at the end; a flagged input is then
+ * encoded again by the CPU code on a host copy. Otherwise the pass is
+ * waited for first (a residual must never take inf or NaN). */
 GCMPI_GPU_API size_t gcmpi_gpu_encode(gcmpi_gpu_ctx *ctx, const gc_codec *c,
                                       const float *g, float *residual, size_t n,
                                       const gc_params *p, uint64_t seed,
                                       void *dst, size_t cap);
 
 /* gc_decode_add for a device accumulator: src[0..len) is a payload in host
- * memory, acc[0..n) device memory; acc += decode(src). Validates like
- * gc_decode_add (header, CRC32C, body length, corrupt codes); on an error
- * acc may be partly updated. */
+ * or device memory, acc[0..n) device memory; acc += decode(src). Validates
+ * like gc_decode_add (header, CRC32C, body length, corrupt codes); on an
+ * error acc may be partly updated.
+ * Host src: the body is copied to the device (at full speed from
+ * page-locked memory, gcmpi_gpu_host_alloc). Device src: one small copy
+ * fetches the header and the body's first fields (those a codec checks on
+ * the host: bucket size, bits, shape, ...); the kernels then read the body
+ * where it lies (copied device to device only when src + GC_HEADER_SIZE is
+ * not 16-byte aligned, and randk's values). The whole body comes to the
+ * host only where the host must read it: with the CRC flag, for the
+ * sparse index sections of topk, dgc and topkq, and for the sequential
+ * streams (qsgd's Elias coding, eg) and flagged (non-finite) payloads.
+ * For this the context keeps a host buffer as long as the longest device
+ * payload decoded so far (pageable; only the pages read are touched). */
 GCMPI_GPU_API size_t gcmpi_gpu_decode_add(gcmpi_gpu_ctx *ctx, const void *src, size_t len,
                                           float *acc, size_t n);
 

@@ -58,11 +58,29 @@ static inline uint32_t get_u32(const uint8_t *s) { uint32_t v = 0; for (int i = 
 
 /* ---- context and per-call scratch ----------------------------------------- */
 
+/* A payload in device memory being decoded (gcmpi_gpu_decode_add): the
+ * codec's decode_add gets body pointers into host, a host buffer as long
+ * as the payload, of which only the first `valid` bytes
+ * (header and the body bytes the codec reads on the host, its table entry's
+ * host_head) are filled; body_to_device maps a pointer into host back to
+ * the device payload dev instead of copying. NULL dev: no device payload. */
+typedef struct gpu_shadow {
+    uint8_t *host;
+    size_t cap;           /* bytes allocated at host */
+    const uint8_t *dev;   /* the payload in device memory */
+    size_t len;           /* payload bytes (header included) */
+    size_t valid;         /* host[0..valid) holds dev[0..valid) */
+} gpu_shadow;
+
 struct gcmpi_gpu_ctx {
     int device;
     cudaStream_t stream;
     cudaMemPool_t pool;   /* ours, release threshold: keep everything */
     unsigned *flag;       /* device word for decode errors */
+    unsigned *nonfinite;  /* device word: the encode's input holds inf or NaN */
+    unsigned *host_word;  /* page-locked word nonfinite is read into */
+    uint8_t *host_hdr;    /* page-locked header copied into a device dst */
+    gpu_shadow shadow;    /* the device payload being decoded */
 };
 
 /* Scratch from the pool, freed at the end of the call (stream order). */
@@ -112,13 +130,43 @@ static inline size_t fetch(gcmpi_gpu_ctx *ctx, void *host, const void *dev, size
     return sync_status(ctx);
 }
 
-/* A body in host memory copied to device scratch (NULL on failure). */
+/* The device payload's bytes at host[0..upto) filled (see gpu_shadow),
+ * waited for; 0 or an error. */
+static inline size_t shadow_fill(gcmpi_gpu_ctx *ctx, size_t upto)
+{
+    gpu_shadow *sh = &ctx->shadow;
+    if (upto > sh->len) upto = sh->len;
+    if (upto <= sh->valid) return 0;
+    size_t r = fetch(ctx, sh->host + sh->valid, sh->dev + sh->valid, upto - sh->valid);
+    if (!gc_is_error(r)) sh->valid = upto;
+    return r;
+}
+
+/* The device address of a pointer into the shadow of a device payload
+ * (body[0..len) inside it), or NULL when body is not one. */
+static inline const uint8_t *shadow_device(const gcmpi_gpu_ctx *ctx, const uint8_t *body,
+                                           size_t len)
+{
+    const gpu_shadow *sh = &ctx->shadow;
+    if (!sh->dev || body < sh->host || body > sh->host + sh->len
+        || len > (size_t)(sh->host + sh->len - body))
+        return NULL;
+    return sh->dev + (body - sh->host);
+}
+
+/* A body on the device, 16-byte aligned (kernels may load it in words or
+ * vectors): where it already is for a device payload (its shadow, see
+ * gpu_shadow: no copy) when that is aligned, else copied to device scratch
+ * (NULL on failure). The result is only read by the kernels. */
 static inline uint8_t *body_to_device(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body,
                                       size_t len)
 {
+    const uint8_t *on_device = shadow_device(ctx, body, len);
+    if (on_device && ((uintptr_t)on_device & 15u) == 0) return (uint8_t *)on_device;
+    if (on_device) body = on_device;  /* copied device to device */
     uint8_t *d = (uint8_t *)scratch_get(ctx, s, len);
     if (!d) return NULL;
-    if (len && cudaMemcpyAsync(d, body, len, cudaMemcpyHostToDevice, ctx->stream) != cudaSuccess) {
+    if (len && cudaMemcpyAsync(d, body, len, cudaMemcpyDefault, ctx->stream) != cudaSuccess) {
         (void)cudaGetLastError();
         return NULL;
     }
@@ -228,10 +276,14 @@ void gpu_accumulate(gcmpi_gpu_ctx *ctx, const float *g, float *r, size_t n);
 /* ---- one codec on the device ------------------------------------------------ */
 
 /* encode: v = g (+ r) into the device body[0..cap) (cap >= the codec's
- * bound), r left as the CPU codec leaves it; returns body bytes or an
- * error. Work may still be queued when it returns.
+ * bound; body may be the caller's dst, 16-byte aligned, so the codec must
+ * write only inside its body), r left as the CPU codec leaves it; returns
+ * body bytes or an error. Work may still be queued when it returns.
  * decode_add: body[0..len) is in host memory (validated here, as the CPU
- * codec validates it), acc[0..n) device memory; returns 0 or an error. */
+ * codec validates it), acc[0..n) device memory; returns 0 or an error.
+ * For a payload in device memory body points into its shadow (gpu_shadow):
+ * only the first host_head bytes of the table entry (gpu_codecs.cu) hold the
+ * body on the host; body_to_device and gpu_host_decode_add reach the rest. */
 typedef struct gpu_codec {
     unsigned id;
     size_t (*encode)(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float *r, size_t n,
@@ -250,5 +302,18 @@ size_t gpu_host_decode_add(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, 
 
 /* The table (gpu_codecs.cu): the entry for a codec id, or NULL. */
 const gpu_codec *gpu_codec_for(unsigned id);
+
+/* How many leading body bytes the codec's decode_add reads on the host
+ * (its checks of the fields before the bulk data) for a payload in device
+ * memory; GPU_HOST_BODY_ALL: it parses the whole body on the host. Every
+ * host read of body must lie inside it (tests/gpu decodes device payloads
+ * of every codec). */
+#define GPU_HOST_BODY_ALL ((size_t)-1)
+size_t gpu_codec_host_head(unsigned id);
+
+/* 1 when the codec's encode with params p may run on input holding inf
+ * or NaN (whose payload is then made on the host), so the non-finite check
+ * need not finish first (gpu_codecs.cu, any_input). */
+int gpu_codec_encodes_any_input(unsigned id, const gc_params *p);
 
 #endif /* GPU_INTERNAL_CUH */

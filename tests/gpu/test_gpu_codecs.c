@@ -7,7 +7,8 @@
  * a host and a device destination, with and without CRC: the GPU payload
  * equals the CPU payload, the device residual equals the CPU residual, the
  * CPU decodes the GPU payload and the GPU decodes the CPU payload to the
- * same accumulator bits. Sparse codecs also see ties (few distinct
+ * same accumulator bits, and so does the GPU from the payload in device
+ * memory (gcmpi_gpu_decode_add with a device src). Sparse codecs also see ties (few distinct
  * magnitudes) and all-zero inputs. A "special" vector adds NaN,
  * infinities, -0, subnormals and values past the fp16 range (its residuals
  * and sums compare NaNs as equal; see first_diff_f). Also: every codec is
@@ -160,7 +161,11 @@ static void run_case(const char *name, const gc_params *base, size_t n, int ef, 
     CHECK(!gc_is_error(lc), "%s: gc_encode: %s", what, gc_error_name(lc));
 
     float *dg = dev_from(g, n * sizeof *g), *dr = dev_from(r0, n * sizeof *r0);
-    void *ddst = dst_dev ? gcmpi_gpu_alloc(ctx, cap) : NULL;
+    /* Odd n: a device dst 4 bytes into its allocation (a body that is not
+     * 16-byte aligned is staged; decoding it copies it to aligned memory). */
+    const size_t shift = dst_dev && (n & 1) ? 4 : 0;
+    unsigned char *ddst_mem = dst_dev ? gcmpi_gpu_alloc(ctx, cap + shift) : NULL;
+    void *ddst = ddst_mem ? ddst_mem + shift : NULL;
     size_t lg = gcmpi_gpu_encode(ctx, c, dg, ef ? dr : NULL, n, &p, 42,
                                  dst_dev ? ddst : (void *)pay_gpu, cap);
     CHECK(!gc_is_error(lg), "%s: gcmpi_gpu_encode: %s", what, gc_error_name(lg));
@@ -191,9 +196,22 @@ static void run_case(const char *name, const gc_params *base, size_t n, int ef, 
         size_t d = first_diff_f(acc_gpu, acc_cpu, n, special);
         CHECK(d == n, "%s: decoded sums differ first at element %zu (GPU %a, CPU %a)",
               what, d, (double)acc_gpu[d], (double)acc_cpu[d]);
+
+        /* The GPU decodes the payload where it lies in device memory. */
+        void *dpay = dst_dev ? ddst : dev_from(pay_gpu, lg);
+        float *dacc2 = dev_from(acc0, n * sizeof *acc0);
+        e = gcmpi_gpu_decode_add(ctx, dpay, lg, n ? dacc2 : NULL, n);
+        CHECK(!gc_is_error(e), "%s: gcmpi_gpu_decode_add of the device payload: %s", what,
+              gc_error_name(e));
+        to_host(acc_gpu, dacc2, n * sizeof *acc_gpu);
+        d = first_diff_f(acc_gpu, acc_cpu, n, special);
+        CHECK(d == n, "%s: sums decoded from device memory differ first at element %zu "
+              "(GPU %a, CPU %a)", what, d, (double)acc_gpu[d], (double)acc_cpu[d]);
+        if (!dst_dev) gcmpi_gpu_dealloc(ctx, dpay);
+        gcmpi_gpu_dealloc(ctx, dacc2);
         gcmpi_gpu_dealloc(ctx, dacc);
     }
-    gcmpi_gpu_dealloc(ctx, ddst);
+    gcmpi_gpu_dealloc(ctx, ddst_mem);
     gcmpi_gpu_dealloc(ctx, dg);
     gcmpi_gpu_dealloc(ctx, dr);
     free(g); free(r0); free(r_cpu); free(r_gpu); free(acc0); free(acc_cpu); free(acc_gpu);
@@ -262,6 +280,16 @@ static const variant variants[] = {
     {"dgc", 0, 0.1, 0, 0, 0.0, 0, 0, 0},    /* no tolerance: almost always the exact top-k */
 };
 
+/* gcmpi_gpu_decode_add of a copy of the host payload buf[0..len) in
+ * device memory. */
+static size_t decode_from_device(const void *buf, size_t len, float *dacc, size_t n)
+{
+    void *d = dev_from(buf, len);
+    size_t r = gcmpi_gpu_decode_add(ctx, d, len, dacc, n);
+    gcmpi_gpu_dealloc(ctx, d);
+    return r;
+}
+
 static void test_errors(void)
 {
     gc_params p;
@@ -295,6 +323,12 @@ static void test_errors(void)
     buf[GC_HEADER_SIZE + 8 + 2] = 0x80;
     r = gcmpi_gpu_decode_add(ctx, buf, l, d2, 16);
     CHECK(gc_error_code(r) == GC_ERR_CORRUPT, "int8 -128: %s", gc_error_name(r));
+    r = decode_from_device(buf, l, d2, 16);
+    CHECK(gc_error_code(r) == GC_ERR_CORRUPT, "int8 -128 from device: %s", gc_error_name(r));
+    r = decode_from_device(buf, l - 1, d2, 16);
+    CHECK(gc_is_error(r), "truncated device payload accepted");
+    r = decode_from_device(buf, 20, d2, 16);
+    CHECK(gc_error_code(r) == GC_ERR_TRUNCATED, "20-byte device payload: %s", gc_error_name(r));
     r = gcmpi_gpu_decode_add(ctx, buf, l - 1, d2, 16);
     CHECK(gc_is_error(r), "truncated payload accepted");
     r = gcmpi_gpu_decode_add(ctx, buf, l, d2, 15);
@@ -315,6 +349,8 @@ static void test_errors(void)
     buf[l - 1] ^= 1;
     r = gcmpi_gpu_decode_add(ctx, buf, l, d2, 16);
     CHECK(gc_error_code(r) == GC_ERR_CHECKSUM, "crc: %s", gc_error_name(r));
+    r = decode_from_device(buf, l, d2, 16);
+    CHECK(gc_error_code(r) == GC_ERR_CHECKSUM, "crc from device: %s", gc_error_name(r));
 
     /* Corrupt bodies of the other codecs are refused as the CPU refuses
      * them (the device decode checks what the CPU decode checks). */
@@ -343,6 +379,10 @@ static void test_errors(void)
         r = gcmpi_gpu_decode_add(ctx, buf, l, d2, 13);
         CHECK(gc_error_code(r) == gc_error_code(want), "%s corrupt body: GPU %s, CPU %s",
               bad[i].codec, gc_error_name(r), gc_error_name(want));
+        r = decode_from_device(buf, l, d2, 13);
+        CHECK(gc_error_code(r) == gc_error_code(want),
+              "%s corrupt body in device memory: GPU %s, CPU %s", bad[i].codec, gc_error_name(r),
+              gc_error_name(want));
     }
 
     CHECK(gcmpi_gpu_is_device_pointer(d) == 1, "device pointer not recognised");
