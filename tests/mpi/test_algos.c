@@ -886,8 +886,8 @@ static void test_auto_measures_once_and_results_agree(harness *h)
          * not the others' zeros, make the agreed line. */
         const gcmpi_cost_env *e = h->cache.model ? &h->cache.model->env : NULL;
         if (e && e->n_nodes > 1)
-            CHECK(e->between.allgather.a > 0 && e->between.allgather.b > 0 &&
-                      e->between.allreduce.b > 0,
+            CHECK((e->between.allgather.a > 0 || e->between.allgather.b > 0) &&
+                      (e->between.allreduce.a > 0 || e->between.allreduce.b > 0),
                   "%s: the link between nodes was agreed as free (a %g, b %g)", codecs[c],
                   e->between.allgather.a, e->between.allgather.b);
     }
