@@ -139,7 +139,10 @@ GCMPI_GPU_API size_t gcmpi_gpu_zero(gcmpi_gpu_ctx *ctx, void *p, size_t bytes);
 /* 1 when the n floats at g (device) are all finite, 0 when one is inf or
  * NaN, or an error. */
 GCMPI_GPU_API size_t gcmpi_gpu_all_finite(gcmpi_gpu_ctx *ctx, const float *g, size_t n);
-/* u = beta*u + g on the device (gc_momentum_accumulate); 0 or an error. */
+/* u = beta*u + g on the device (gc_momentum_accumulate); 0 or an error.
+ * The one call here that does not wait: it is queued on the context's
+ * stream, so the next call on the context (the encode of u) runs after it,
+ * and the host must not read u before that call returns. */
 GCMPI_GPU_API size_t gcmpi_gpu_momentum_accumulate(gcmpi_gpu_ctx *ctx, float *u, const float *g,
                                                    size_t n, float beta);
 /* gc_momentum_unfold on the device: 1 when s was finite and was unfolded
