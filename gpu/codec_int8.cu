@@ -5,39 +5,17 @@
 
 static size_t body_size(size_t n, size_t bucket) { return BUCKET_FIELD + 4 * bucket_count(n, bucket) + n; }
 
-/* One block per bucket: v = g + r into r (when r), max |v| as bits (order
- * free), scale = amax / 127 into the body, inv = 127 / amax (0 when amax is
- * not > 0) into inv[]. Block 0 writes the bucket field. */
-#define AMAX_THREADS 256
-__global__ void k_int8_scales(const float *g, float *r, size_t n, size_t bucket,
-                              uint8_t *body, float *inv)
+/* Buckets longer than one tile: max |v| per bucket from
+ * gpu_bucket_absmax (v = g + r into r), then one thread per bucket writes
+ * scale = amax / 127 into the body and inv = 127 / amax (0 when amax is
+ * not > 0). Bucket 0 writes the bucket field. */
+__global__ void k_int8_scales(size_t nb, size_t bucket, const uint32_t *amax, uint8_t *body,
+                              float *inv)
 {
-    __shared__ uint32_t red[AMAX_THREADS];
-    const size_t b = blockIdx.x, i0 = b * bucket, len = bucket_len(n, bucket, b);
-    uint32_t m = 0;
-    for (size_t i = threadIdx.x; i < len; i += blockDim.x) {
-        float v;
-        if (r) {
-            v = gx_add(g[i0 + i], r[i0 + i]);
-            r[i0 + i] = v;
-        } else {
-            v = g[i0 + i];
-        }
-        uint32_t a = fbits(v) & 0x7FFFFFFFu;
-        m = a > m ? a : m;
-    }
-    red[threadIdx.x] = m;
-    __syncthreads();
-    for (unsigned w = blockDim.x / 2; w > 0; w /= 2) {
-        if (threadIdx.x < w && red[threadIdx.x + w] > red[threadIdx.x])
-            red[threadIdx.x] = red[threadIdx.x + w];
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) {
-        float amax = bitsf(red[0]);
-        float *scales = (float *)(body + BUCKET_FIELD);
-        scales[b] = gx_div(amax, 127.0f);
-        inv[b] = amax > 0.0f ? gx_div(127.0f, amax) : 0.0f;
+    GRID_STRIDE(b, nb) {
+        const float m = bitsf(amax[b]);
+        ((float *)(body + BUCKET_FIELD))[b] = gx_div(m, 127.0f);
+        inv[b] = m > 0.0f ? gx_div(127.0f, m) : 0.0f;
         if (b == 0) *(uint32_t *)body = (uint32_t)bucket;
     }
 }
@@ -169,9 +147,11 @@ static size_t int8_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float 
         return size;
     }
     float *inv = (float *)scratch_get(ctx, s, 4 * nb);
-    if (!inv) return GC_ERR(ALLOC);
+    uint32_t *amax = (uint32_t *)scratch_get(ctx, s, 4 * nb);
+    if (!inv || !amax) return GC_ERR(ALLOC);
     if (nb > 0x7FFFFFFFu) return GC_ERR(GENERIC);
-    k_int8_scales<<<(unsigned)nb, AMAX_THREADS, 0, st>>>(g, r, n, bucket, body, inv);
+    gpu_bucket_absmax(ctx, g, r, n, bucket, amax);
+    k_int8_scales<<<blocks_for(nb, GPU_THREADS), GPU_THREADS, 0, st>>>(nb, bucket, amax, body, inv);
     const float *scales = (const float *)(body + BUCKET_FIELD);
     k_int8_quant<<<blocks_for(n, GPU_THREADS), GPU_THREADS, 0, st>>>(g, r, n, bucket, scales, inv,
                                                      (int8_t *)(body + BUCKET_FIELD + 4 * nb));

@@ -15,60 +15,17 @@ static size_t body_size(size_t n, size_t bucket)
     return BUCKET_FIELD + 4 * bucket_count(n, bucket) + sign_bits_bytes(n, bucket);
 }
 
-/* Chunk sums of |v| in quant_common.h's order. Chunk c = (bucket b, chunk cc
- * of cpb per bucket); 16 threads per chunk, thread j sums elements j, j+16,
- * ... of the chunk in order (from 0.0f), then lanes combine pairwise: lane
- * j += lane j+w for w = 8, 4, 2, 1 (gc_q_lanes_total). v = g + r goes into
- * r first (each element is read by one thread). Every thread of a warp
- * reaches the shuffles (a 16-lane group never straddles a warp). */
-__global__ void k_sign_chunks(const float *g, float *r, size_t n, size_t bucket, size_t cpb,
-                              size_t nchunks, float *chunk_sum)
-{
-    const size_t t = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-    const size_t c = t / Q_LANES, j = t % Q_LANES;
-    size_t start = 0, clen = 0;
-    if (c < nchunks) {
-        const size_t b = c / cpb, cc = c % cpb, len = bucket_len(n, bucket, b);
-        if (cc * Q_CHUNK < len) {
-            start = b * bucket + cc * Q_CHUNK;
-            clen = len - cc * Q_CHUNK < Q_CHUNK ? len - cc * Q_CHUNK : Q_CHUNK;
-        }
-    }
-    float s = 0.0f;
-    for (size_t i = j; i < clen; i += Q_LANES) {
-        float v;
-        if (r) {
-            v = gx_add(g[start + i], r[start + i]);
-            r[start + i] = v;
-        } else {
-            v = g[start + i];
-        }
-        s = gx_add(s, gx_abs(v));
-    }
-    for (unsigned w = 8; w > 0; w /= 2) {
-        float o = __shfl_down_sync(0xFFFFFFFFu, s, w);
-        s = gx_add(s, o);
-    }
-    if (j == 0 && clen > 0) chunk_sum[c] = s;
-}
-
-/* One thread per bucket: chunk sums added in order in double, over len,
- * rounded to float (gc_q_sum_pow and sign_encode_buckets). A NaN chunk sum
- * is carried through the double additions as x86 does: the result is that
- * first NaN (it is already quiet, so widening and narrowing keep it). */
-__global__ void k_sign_scales(size_t n, size_t bucket, size_t cpb, size_t nb,
-                              const float *chunk_sum, uint8_t *body)
+/* Buckets longer than one tile: the per-bucket sums of |v| come from
+ * gpu_bucket_sums (chunk sums in quant_common.h's lane order, added in
+ * double); one thread per bucket divides by len and rounds to float
+ * (gc_q_sum_pow and sign_encode_buckets). A NaN sum is carried as x86
+ * does: the scale is that first NaN. */
+__global__ void k_sign_scales(size_t n, size_t bucket, size_t nb, const double *total,
+                              const uint32_t *nan, uint8_t *body)
 {
     GRID_STRIDE(b, nb) {
-        const size_t len = bucket_len(n, bucket, b), nc = (len + Q_CHUNK - 1) / Q_CHUNK;
-        double total = 0;
-        uint32_t nan = 0;
-        for (size_t cc = 0; cc < nc; cc++) {
-            float f = chunk_sum[b * cpb + cc];
-            if (!nan && is_nan(f)) nan = fbits(f) | 0x00400000u;
-            total = __dadd_rn(total, (double)f);
-        }
-        float scale = nan ? bitsf(nan) : __double2float_rn(__ddiv_rn(total, (double)len));
+        const size_t len = bucket_len(n, bucket, b);
+        float scale = nan[b] ? bitsf(nan[b]) : __double2float_rn(__ddiv_rn(total[b], (double)len));
         ((float *)(body + BUCKET_FIELD))[b] = scale;
         if (b == 0) *(uint32_t *)body = (uint32_t)bucket;
     }
@@ -202,14 +159,11 @@ static size_t sign_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float 
         k_sign_tiles_sync<<<tile_grid(nb, bpt), TILE_THREADS, 0, st>>>(g, r, n, bucket, nb, bpt, body);
         return size;
     }
-    const size_t cpb = (bucket + Q_CHUNK - 1) / Q_CHUNK;
-    const size_t nchunks = nb * cpb;
-    float *chunk_sum = (float *)scratch_get(ctx, s, 4 * nchunks);
-    if (!chunk_sum) return GC_ERR(ALLOC);
-    const size_t blocks = (nchunks * Q_LANES + GPU_THREADS - 1) / GPU_THREADS;
-    if (blocks > 0x7FFFFFFFu) return GC_ERR(GENERIC);
-    k_sign_chunks<<<(unsigned)blocks, GPU_THREADS, 0, st>>>(g, r, n, bucket, cpb, nchunks, chunk_sum);
-    k_sign_scales<<<blocks_for(nb, GPU_THREADS), GPU_THREADS, 0, st>>>(n, bucket, cpb, nb, chunk_sum, body);
+    gpu_sums sums;
+    const size_t e = gpu_bucket_sums(ctx, s, g, r, n, bucket, SUM_ABS, &sums);
+    if (gc_is_error(e)) return e;
+    k_sign_scales<<<blocks_for(nb, GPU_THREADS), GPU_THREADS, 0, st>>>(n, bucket, nb, sums.total,
+                                                                       sums.nan, body);
     const size_t nbytes = sign_bits_bytes(n, bucket);
     k_sign_bits<<<blocks_for(nbytes, GPU_THREADS), GPU_THREADS, 0, st>>>(g, r, n, bucket, nbytes,
                                                      (const float *)(body + BUCKET_FIELD),

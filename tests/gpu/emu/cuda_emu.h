@@ -232,11 +232,9 @@ inline void emu_launch(const char *name, unsigned grid, unsigned block, F f)
     EMU_OPEN;
     gridDim.x = grid;
     blockDim.x = block;
-    /* Kernels with block barriers or shuffles: these two, and any named
-     * k_..._sync (the convention for new ones). */
+    /* Kernels with block barriers or shuffles are named k_..._sync. */
     const size_t len = std::strlen(name);
-    const bool coop = !std::strcmp(name, "k_int8_scales") || !std::strcmp(name, "k_sign_chunks")
-                      || (len > 5 && !std::strcmp(name + len - 5, "_sync"));
+    const bool coop = len > 5 && !std::strcmp(name + len - 5, "_sync");
     const std::function<void()> body = f;
     for (unsigned b = 0; b < grid; b++) {
         blockIdx.x = b;
