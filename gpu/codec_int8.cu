@@ -161,17 +161,11 @@ static size_t int8_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float 
 static size_t int8_decode_add(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, size_t len,
                               float *acc, size_t n)
 {
-    if (len < BUCKET_FIELD) return GC_ERR(TRUNCATED);
-    const uint32_t bf = get_u32(body);
-    if (bf < 1 || bf > (UINT32_C(1) << 31)) return GC_ERR(CORRUPT);
-    const size_t bucket = bf, nb = bucket_count(n, bucket), want = body_size(n, bucket);
-    if (len < want) return GC_ERR(TRUNCATED);
-    if (len > want) return GC_ERR(CORRUPT);
-    if (n == 0) return 0;
-    uint8_t *d = body_to_device(ctx, s, body, len);
-    if (!d) return GC_ERR(ALLOC);
-    size_t e = flag_clear(ctx);
-    if (gc_is_error(e)) return e;
+    size_t bucket = 0;
+    uint8_t *d = NULL;
+    size_t e = bucketed_decode_begin(ctx, s, body, len, n, body_size, &bucket, &d);
+    if (e) return e == DECODE_NOTHING ? 0 : e;
+    const size_t nb = bucket_count(n, bucket);
     const float *scales = (const float *)(d + BUCKET_FIELD);
     const int8_t *q = (const int8_t *)(d + BUCKET_FIELD + 4 * nb);
     size_t done = 0;

@@ -30,6 +30,31 @@ size_t gpu_bucket_sums(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float *r,
 void gpu_bucket_absmax(gcmpi_gpu_ctx *ctx, const float *g, float *r, size_t n, size_t bucket,
                        uint32_t *amax);
 
+/* The start every bucketed quantiser's decode_add shares (int8, sign,
+ * onebit, natural, terngrad): the bucket field read and checked as the
+ * CPU does, the length exactly body_size(n, bucket), the body where the
+ * kernels read it, the decode flag cleared. 0 with *bucket and *d set;
+ * DECODE_NOTHING when n is 0 (a valid body, nothing to add); else an
+ * error. */
+#define DECODE_NOTHING ((size_t)1)
+static inline size_t bucketed_decode_begin(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body,
+                                           size_t len, size_t n,
+                                           size_t (*body_size)(size_t n, size_t bucket),
+                                           size_t *bucket, uint8_t **d)
+{
+    if (len < BUCKET_FIELD) return GC_ERR(TRUNCATED);
+    const uint32_t bf = get_u32(body);
+    if (bf < 1 || bf > (UINT32_C(1) << 31)) return GC_ERR(CORRUPT);
+    const size_t want = body_size(n, bf);
+    if (len < want) return GC_ERR(TRUNCATED);
+    if (len > want) return GC_ERR(CORRUPT);
+    if (n == 0) return DECODE_NOTHING;
+    *bucket = bf;
+    *d = body_to_device(ctx, s, body, len);
+    if (!*d) return GC_ERR(ALLOC);
+    return flag_clear(ctx);
+}
+
 /* count[b] = elements of bucket b with v >= 0 (NaN not). Queued. */
 void gpu_bucket_count_nonneg(gcmpi_gpu_ctx *ctx, const float *v, size_t n, size_t bucket,
                              uint32_t *count);
