@@ -128,8 +128,6 @@ __global__ void k_int8_decode4(const float *scales, const int8_t *q, size_t nq, 
     }
 }
 
-__global__ void k_int8_field(uint8_t *body, uint32_t bucket) { st_u32(body, bucket); }
-
 static size_t int8_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float *r, size_t n,
                           const gc_params *p, uint64_t seed, uint8_t *body, size_t cap)
 {
@@ -138,7 +136,7 @@ static size_t int8_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float 
     if (cap < size) return GC_ERR(DST_TOO_SMALL);
     cudaStream_t st = ctx->stream;
     if (nb == 0) {
-        k_int8_field<<<1, 1, 0, st>>>(body, (uint32_t)bucket);
+        gpu_bucket_field(ctx, body, bucket);
         return size;
     }
     if (tile_fits(bucket)) {

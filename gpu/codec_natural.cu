@@ -143,15 +143,13 @@ __global__ void k_natural_tiles_sync(const float *g, float *r, size_t n, size_t 
     }
 }
 
-__global__ void k_natural_field(uint8_t *body, uint32_t bucket) { st_u32(body, bucket); }
-
 static size_t natural_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float *r, size_t n,
                              const gc_params *p, uint64_t seed, uint8_t *body, size_t cap)
 {
     const size_t bucket = p->bucket, nb = bucket_count(n, bucket), size = body_size(n, bucket);
     if (cap < size) return GC_ERR(DST_TOO_SMALL);
     if (nb == 0) {
-        k_natural_field<<<1, 1, 0, ctx->stream>>>(body, (uint32_t)bucket);
+        gpu_bucket_field(ctx, body, bucket);
         return size;
     }
     if (tile_fits(bucket)) {
@@ -159,7 +157,7 @@ static size_t natural_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, flo
         k_natural_tiles_sync<<<tile_grid(nb, bpt), TILE_THREADS, 0, ctx->stream>>>(g, r, n, bucket, nb, bpt, key32(seed), body);
         return size;
     }
-    k_natural_field<<<1, 1, 0, ctx->stream>>>(body, (uint32_t)bucket);
+    gpu_bucket_field(ctx, body, bucket);
     uint8_t *small = (uint8_t *)scratch_get(ctx, s, nb);
     if (!small) return GC_ERR(ALLOC);
     if (nb > 0x7FFFFFFFu) return GC_ERR(GENERIC);

@@ -108,8 +108,6 @@ __global__ void k_onebit_tiles_sync(const float *g, float *r, size_t n, size_t b
     }
 }
 
-__global__ void k_onebit_field(uint8_t *body, uint32_t bucket) { st_u32(body, bucket); }
-
 static size_t onebit_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float *r, size_t n,
                             const gc_params *p, uint64_t seed, uint8_t *body, size_t cap)
 {
@@ -117,7 +115,7 @@ static size_t onebit_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, floa
     const size_t bucket = p->bucket, nb = bucket_count(n, bucket), size = body_size(n, bucket);
     if (cap < size) return GC_ERR(DST_TOO_SMALL);
     if (nb == 0) {
-        k_onebit_field<<<1, 1, 0, ctx->stream>>>(body, (uint32_t)bucket);
+        gpu_bucket_field(ctx, body, bucket);
         return size;
     }
     if (tile_fits(bucket)) {

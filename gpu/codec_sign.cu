@@ -141,8 +141,6 @@ __global__ void k_sign_decode(const float *scales, const uint8_t *in, size_t n, 
     }
 }
 
-__global__ void k_sign_field(uint8_t *body, uint32_t bucket) { st_u32(body, bucket); }
-
 static size_t sign_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float *r, size_t n,
                           const gc_params *p, uint64_t seed, uint8_t *body, size_t cap)
 {
@@ -151,7 +149,7 @@ static size_t sign_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float 
     if (cap < size) return GC_ERR(DST_TOO_SMALL);
     cudaStream_t st = ctx->stream;
     if (nb == 0) {
-        k_sign_field<<<1, 1, 0, st>>>(body, (uint32_t)bucket);
+        gpu_bucket_field(ctx, body, bucket);
         return size;
     }
     if (tile_fits(bucket)) {

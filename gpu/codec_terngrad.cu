@@ -32,15 +32,13 @@ __global__ void k_tern_scales(const uint32_t *amax, size_t nb, uint32_t bucket, 
     }
 }
 
-__global__ void k_bucket_field(uint8_t *body, uint32_t bucket) { st_u32(body, bucket); }
-
 static size_t terngrad_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float *r, size_t n,
                               const gc_params *p, uint64_t seed, uint8_t *body, size_t cap)
 {
     const size_t bucket = p->bucket, nb = bucket_count(n, bucket), size = body_size(n, bucket);
     if (cap < size) return GC_ERR(DST_TOO_SMALL);
     if (nb == 0) {
-        k_bucket_field<<<1, 1, 0, ctx->stream>>>(body, (uint32_t)bucket);
+        gpu_bucket_field(ctx, body, bucket);
         return size;
     }
     if (tile_fits(bucket)) {

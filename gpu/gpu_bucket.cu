@@ -137,3 +137,11 @@ void gpu_bucket_count_nonneg(gcmpi_gpu_ctx *ctx, const float *v, size_t n, size_
     if (nb) k_bucket_count_nonneg<<<blocks_for(nb, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(
         v, n, bucket, nb, count);
 }
+
+/* The body's bucket field alone (an empty vector still has one). */
+__global__ void k_bucket_field(uint8_t *body, uint32_t bucket) { st_u32(body, bucket); }
+
+void gpu_bucket_field(gcmpi_gpu_ctx *ctx, uint8_t *body, size_t bucket)
+{
+    k_bucket_field<<<1, 1, 0, ctx->stream>>>(body, (uint32_t)bucket);
+}

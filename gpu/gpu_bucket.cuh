@@ -55,6 +55,9 @@ static inline size_t bucketed_decode_begin(gcmpi_gpu_ctx *ctx, scratch *s, const
     return flag_clear(ctx);
 }
 
+/* Writes the bucket field at the start of body (device). Queued. */
+void gpu_bucket_field(gcmpi_gpu_ctx *ctx, uint8_t *body, size_t bucket);
+
 /* count[b] = elements of bucket b with v >= 0 (NaN not). Queued. */
 void gpu_bucket_count_nonneg(gcmpi_gpu_ctx *ctx, const float *v, size_t n, size_t bucket,
                              uint32_t *count);
