@@ -15,8 +15,9 @@
  *
  * A model can be wrong (a loaded machine, a link it did not measure well),
  * and auto must not lose to native: per call size the model's pick, its
- * runner-up and passthrough each run GCMPI_AUTO_TRIAL_CALLS calls, and
- * the fastest by its best call on the slowest rank is kept from then on. */
+ * runner-up and passthrough each run GCMPI_AUTO_TRIAL_CALLS calls, in
+ * turn, and the fastest by its best call on the slowest rank is kept from
+ * then on. */
 #include "coll_impl.h"
 #include "cost_model.h"
 
@@ -366,8 +367,15 @@ gcmpi_algo gcmpi_coll_pick(gcmpi_coll_ctx *ctx, size_t count, int *rc)
     if (!c) return gcmpi_auto_pick(ctx->cfg, m, count, NULL); /* table full: the model */
     if (c->n_trial == 0) start_trial(ctx, m, c);
     if (c->settled) return c->algo;
+    /* Round robin (the candidate with the fewest calls so far): a load
+     * that comes and goes then falls on every candidate alike instead of
+     * on whichever ran in its block of calls. */
+    int next = -1;
     for (int i = 0; i < c->n_trial; i++)
-        if (c->trial_calls[i] < GCMPI_AUTO_TRIAL_CALLS) return c->trial[i];
+        if (c->trial_calls[i] < GCMPI_AUTO_TRIAL_CALLS &&
+            (next < 0 || c->trial_calls[i] < c->trial_calls[next]))
+            next = i;
+    if (next >= 0) return c->trial[next];
     *rc = settle(ctx, c);
     return *rc == MPI_SUCCESS ? c->algo : GCMPI_ALGO_PASS;
 }

@@ -897,7 +897,7 @@ static void test_auto_measures_once_and_results_agree(harness *h)
 }
 
 /* auto's trial: per call size the model's pick, its runner-up and
- * passthrough each run GCMPI_AUTO_TRIAL_CALLS calls, then the fastest by
+ * passthrough each run GCMPI_AUTO_TRIAL_CALLS calls in turn, then the fastest by
  * the slowest rank's best call is kept on every rank, even when the ranks
  * measured opposite things; a settled size runs its choice from then on. */
 static void test_auto_trial_settles_on_the_measured_fastest(harness *h)
@@ -931,6 +931,8 @@ static void test_auto_trial_settles_on_the_measured_fastest(harness *h)
         while (idx < c->n_trial && c->trial[idx] != a) idx++;
         CHECK(idx < c->n_trial, "%s is not a candidate", gcmpi_algo_name(a));
         if (idx == c->n_trial) break;
+        CHECK(runs >= c->n_trial || idx == runs, "trial call %d ran candidate %d: not in turn",
+              runs, idx);
         const double t = me == 0 ? (idx == 0 ? 1e-3 : 2e-3) : (idx == last ? 1e-4 : 5e-3);
         gcmpi_auto_note(&h->ctx, n, a, t);
         runs++;
