@@ -114,7 +114,9 @@ void gcmpi_nodes_free(gcmpi_nodes *nodes);
  * and the choices it made, per call size, for the report. */
 #define GCMPI_AUTO_MAX_CHOICES 32
 #define GCMPI_AUTO_TRIALS 3       /* candidates tried per call size     */
-#define GCMPI_AUTO_TRIAL_CALLS 2  /* calls each                         */
+#define GCMPI_AUTO_TRIAL_CALLS 3  /* calls each                         */
+#define GCMPI_AUTO_MARGIN 0.05    /* a lossy pick must beat passthrough's
+                                     best call by this fraction            */
 typedef struct gcmpi_auto_choice {
     size_t count;          /* floats of the call                        */
     gcmpi_algo algo;       /* what auto runs (after the trial: settled) */

@@ -17,7 +17,7 @@
  * and auto must not lose to native: per call size the model's pick, its
  * runner-up and passthrough each run GCMPI_AUTO_TRIAL_CALLS calls, in
  * turn, and the fastest by its best call on the slowest rank is kept from
- * then on. */
+ * then on; a lossy one only when it beats passthrough by GCMPI_AUTO_MARGIN. */
 #include "coll_impl.h"
 #include "cost_model.h"
 
@@ -347,9 +347,16 @@ static int settle(gcmpi_coll_ctx *ctx, gcmpi_auto_choice *c)
     int rc = PMPI_Allreduce(c->trial_min_s, agreed, c->n_trial, MPI_DOUBLE, MPI_MAX, ctx->comm);
     if (ctx->stats) ctx->stats->comm_s += PMPI_Wtime() - t0;
     if (rc != MPI_SUCCESS) return rc;
-    int best = 0;
-    for (int i = 1; i < c->n_trial; i++)
-        if (agreed[i] < agreed[best]) best = i;
+    /* The fastest compressed candidate, kept only when it beats passing
+     * through by the margin: a gain inside the noise of a few calls is
+     * not worth the codec's error, and a wrong call there loses to native. */
+    int best = -1, pass = -1;
+    for (int i = 0; i < c->n_trial; i++) {
+        if (c->trial[i] == GCMPI_ALGO_PASS) pass = i;
+        else if (best < 0 || agreed[i] < agreed[best]) best = i;
+    }
+    if (best < 0 || (pass >= 0 && !(agreed[best] < (1.0 - GCMPI_AUTO_MARGIN) * agreed[pass])))
+        best = pass;
     c->algo = c->trial[best];
     c->settled = 1;
     return MPI_SUCCESS;

@@ -949,6 +949,42 @@ static void test_auto_trial_settles_on_the_measured_fastest(harness *h)
     use_node_size(h, 0);
 }
 
+/* The margin: a lossy candidate whose best trial call is within
+ * GCMPI_AUTO_MARGIN of passthrough's is not kept (passthrough is); one that
+ * is clearly faster is. Times are faked per candidate, the same on all
+ * ranks. */
+static gcmpi_algo settle_with(harness *h, size_t n, double lossy_over_pass)
+{
+    gcmpi_coll_cache_free(&h->cache);
+    int rc = MPI_SUCCESS;
+    gcmpi_algo a = gcmpi_coll_pick(&h->ctx, n, &rc);
+    gcmpi_auto_choice *c = h->cache.model ? &h->cache.model->choices[0] : NULL;
+    if (!c || rc != MPI_SUCCESS) return GCMPI_ALGO_COUNT;
+    while (!c->settled && rc == MPI_SUCCESS) {
+        gcmpi_auto_note(&h->ctx, n, a, a == GCMPI_ALGO_PASS ? 1e-3 : 1e-3 * lossy_over_pass);
+        a = gcmpi_coll_pick(&h->ctx, n, &rc);
+    }
+    return c->n_trial > 1 ? c->algo : GCMPI_ALGO_COUNT;
+}
+
+static void test_auto_keeps_a_lossy_pick_only_when_clearly_faster(harness *h)
+{
+    use_node_size(h, 1);
+    h->cfg.algo = GCMPI_ALGO_AUTO;
+    use_codec(h, "topk");
+    const size_t n = 1 << 16;
+    const gcmpi_algo close = settle_with(h, n, 1.0 - GCMPI_AUTO_MARGIN / 2);
+    const gcmpi_algo clear = settle_with(h, n, 1.0 - 2 * GCMPI_AUTO_MARGIN);
+    if (close != GCMPI_ALGO_COUNT) { /* a model that tries only passthrough tests nothing */
+        CHECK(close == GCMPI_ALGO_PASS, "%.1f%% faster than passthrough kept %s",
+              100 * GCMPI_AUTO_MARGIN / 2, gcmpi_algo_name(close));
+        CHECK(clear != GCMPI_ALGO_PASS && clear != GCMPI_ALGO_COUNT,
+              "%.0f%% faster than passthrough was not kept", 200 * GCMPI_AUTO_MARGIN);
+    }
+    gcmpi_coll_cache_free(&h->cache);
+    use_node_size(h, 0);
+}
+
 /* A codec whose encode fails on rank 0 only: every rank must return the
  * same error (nobody waits in an exchange the others left), and the next
  * call on the same communicator works. */
@@ -1254,6 +1290,7 @@ int main(int argc, char **argv)
         T(test_auto_pick_is_the_same_on_every_rank_whatever_each_measured),
         T(test_auto_measures_once_and_results_agree),
         T(test_auto_trial_settles_on_the_measured_fastest),
+        T(test_auto_keeps_a_lossy_pick_only_when_clearly_faster),
 #undef T
     };
     /* test_algos [test-name-part] [codec,codec...] */
