@@ -728,6 +728,7 @@ static int judge_values(const judge *j, gcmpi_config *c)
         return 0;
     c->algo = (gcmpi_algo)algo;
     if (!get_node_size(j, &c->node_size)) return 0;
+    if (!get_bool(j, CFG_NODE_SHM, &c->node_shm)) return 0;
     if (!get_seed(j, &c->seed)) return 0;
     if (!get_comm(j, c)) return 0;
     if (!get_allgather_codec(j, c)) return 0;
@@ -943,6 +944,7 @@ void gcmpi_config_defaults(gcmpi_config *cfg)
     cfg->allgather_codec = cfg->codec; /* auto with codec none */
     cfg->allgather_codec_auto = 1;
     cfg->algo = GCMPI_ALGO_AUTO;
+    cfg->node_shm = 1;
     cfg->seed = 42;
     cfg->comm = GCMPI_COMM_WORLD_ONLY;
     cfg->verbose = 0;

@@ -78,6 +78,9 @@
     X(NODE_SIZE, "GCMPI_NODE_SIZE", "integer or auto", "auto", "auto or 1..2^31-1",             \
       "ranks per node for hier: auto asks MPI which ranks share memory; q groups ranks "       \
       "0..q-1, q..2q-1, ... (one host emulating several nodes)")                               \
+    X(NODE_SHM, "GCMPI_NODE_SHM", "bool", "1", "0/1, true/false, yes/no, on/off",              \
+      "hier: sum and gather inside a node through an MPI shared-memory window (one copy) "    \
+      "instead of MPI_Reduce_scatter and MPI_Allgatherv; 0 = through MPI")                    \
     X(SEED, "GCMPI_SEED", "uint64", "42", "0..2^64-1 (decimal or 0x hex)",                     \
       "seed of stochastic rounding and random selection (same on every rank)")                \
     X(COMM, "GCMPI_COMM", "list", "world", "world, all, or up to 16 comma-separated names; "  \

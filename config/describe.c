@@ -99,6 +99,7 @@ uint64_t gcmpi_config_hash(const gcmpi_config *cfg)
     mix_u64(&s, cfg->max_bytes);
     mix_u64(&s, (uint64_t)cfg->algo);
     mix_u64(&s, (uint64_t)(int64_t)cfg->node_size);
+    mix_u64(&s, (uint64_t)cfg->node_shm); /* both ways of a node's phases are collective */
     mix_u64(&s, cfg->seed);
     mix_u64(&s, (uint64_t)cfg->comm);
     if (cfg->comm == GCMPI_COMM_NAMES) {
@@ -223,6 +224,7 @@ size_t gcmpi_config_describe(const gcmpi_config *cfg, char *buf, size_t len)
     put(&w, "%s=%s\n", n[CFG_ALGO], gcmpi_algo_name(cfg->algo));
     if (cfg->node_size > 0) put(&w, "%s=%d\n", n[CFG_NODE_SIZE], cfg->node_size);
     else put(&w, "%s=auto\n", n[CFG_NODE_SIZE]);
+    put(&w, "%s=%d\n", n[CFG_NODE_SHM], cfg->node_shm);
     put(&w, "%s=%" PRIu64 "\n", n[CFG_SEED], cfg->seed);
     if (cfg->comm == GCMPI_COMM_WORLD_ONLY) put(&w, "%s=world", n[CFG_COMM]);
     else if (cfg->comm == GCMPI_COMM_ALL) put(&w, "%s=all", n[CFG_COMM]);

@@ -55,6 +55,8 @@ typedef struct gcmpi_config {
                                          UINT64_MAX = no bound (off) */
     gcmpi_algo algo;                  /* GCMPI_ALGO */
     int node_size;                    /* GCMPI_NODE_SIZE: ranks per node, 0 = auto */
+    int node_shm;                     /* GCMPI_NODE_SHM: hier's phases inside a node
+                                         through a shared window (pmpi/node_shm.c) */
     uint64_t seed;                    /* GCMPI_SEED */
     gcmpi_comm_select comm;           /* GCMPI_COMM */
     int n_comm_names;

@@ -100,6 +100,8 @@ typedef struct gcmpi_nodes {
     int *counts, *displs; /* node_size entries each: hier's chunk layout of
                            the current call (not in scratch: the algorithm
                            between nodes uses every scratch slot)          */
+    int shm_possible;   /* the node's ranks share memory (node_shm.h)        */
+    struct gcmpi_node_shm *shm; /* its window, made on first use             */
 } gcmpi_nodes;
 
 /* Splits comm into nodes: ranks that share memory

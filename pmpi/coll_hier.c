@@ -16,11 +16,13 @@
  * only the leader keeps its sum, so no rank sees another order.
  *
  * When every node has the same number q of ranks (the usual cluster), the
- * reduce-scatter style replaces the leader: PMPI_Reduce_scatter gives
- * local rank i the node's sum of chunk i (of q), local ranks i of all
- * nodes (the "column" communicator) run the compressed allreduce on chunk
- * i with the slice of their residual, and PMPI_Allgatherv inside the node
- * puts the chunks together. Every rank encodes 1/q of the vector instead
+ * reduce-scatter style replaces the leader: a reduce-scatter gives local
+ * rank i the node's sum of chunk i (of q), local ranks i of all nodes (the
+ * "column" communicator) run the compressed allreduce on chunk i with the
+ * slice of their residual, and an allgather inside the node puts the
+ * chunks together. Both phases go through the node's shared-memory window
+ * (node_shm.c) where its ranks share memory and GCMPI_NODE_SHM is on, else
+ * through PMPI_Reduce_scatter and PMPI_Allgatherv. Every rank encodes 1/q of the vector instead
  * of one rank all of it, and q columns share the link between nodes.
  * Chunk i is summed by one column whose members end identical, and every
  * rank of a node receives the same chunk bytes: still bit-identical.
@@ -30,6 +32,7 @@
  * A failure between leaders is spread inside the node after the broadcast
  * (one int), so no rank is left waiting and all return the same code. */
 #include "coll_impl.h"
+#include "node_shm.h"
 
 #include <stdlib.h>
 
@@ -39,6 +42,7 @@ void gcmpi_nodes_free(gcmpi_nodes *n)
     if (n->node != MPI_COMM_NULL) PMPI_Comm_free(&n->node);
     if (n->leaders != MPI_COMM_NULL) PMPI_Comm_free(&n->leaders);
     if (n->column != MPI_COMM_NULL) PMPI_Comm_free(&n->column);
+    gcmpi_node_shm_free(n->shm);
     free(n->counts);
     free(n);
 }
@@ -81,6 +85,7 @@ int gcmpi_nodes_create(MPI_Comm comm, int node_size, gcmpi_nodes **out)
     if (rc == MPI_SUCCESS) rc = PMPI_Allreduce(&shape[1], &smallest, 1, MPI_INT, MPI_MIN, comm);
     if (rc == MPI_SUCCESS && n->leaders != MPI_COMM_NULL) PMPI_Comm_rank(n->leaders, &n->node_index);
     if (rc == MPI_SUCCESS) rc = PMPI_Bcast(&n->node_index, 1, MPI_INT, 0, n->node);
+    if (rc == MPI_SUCCESS) rc = gcmpi_node_shm_possible(n->node, &n->shm_possible);
     if (rc != MPI_SUCCESS) {
         gcmpi_nodes_free(n);
         return rc;
@@ -157,9 +162,14 @@ static int hier_scatter(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, const float *in, fl
     }
     const size_t lo = (size_t)displs[me], len = (size_t)counts[me];
 
+    /* Through the node's shared window where its ranks share memory (all
+     * ranks of a node see the same shm_possible and configuration). */
+    const int shm = n->shm_possible && ctx->cfg->node_shm;
     double t0 = PMPI_Wtime();
     int rc;
-    if (in == out) {
+    if (shm) {
+        rc = gcmpi_node_shm_reduce_scatter(&n->shm, n->node, in, out, counts, displs);
+    } else if (in == out) {
         /* In place the node's chunk lands at the start of out. */
         rc = PMPI_Reduce_scatter(MPI_IN_PLACE, out, counts, MPI_FLOAT, MPI_SUM, n->node);
         if (rc == MPI_SUCCESS && lo) memmove(out + lo, out, len * sizeof(float));
@@ -188,14 +198,19 @@ static int hier_scatter(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, const float *in, fl
                                   ef ? &part : NULL);
     }
 
-    t0 = PMPI_Wtime();
-    rc = PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, out, counts, displs, MPI_FLOAT,
-                         n->node);
-    st->bytes_sent += (uint64_t)len * sizeof(float);
     /* A column that failed tells its node (every column sees its own
      * failure on all its members, so every rank ends with the same code). */
     int worst = inner_rc;
-    if (rc == MPI_SUCCESS) rc = PMPI_Allreduce(&inner_rc, &worst, 1, MPI_INT, MPI_MAX, n->node);
+    t0 = PMPI_Wtime();
+    if (shm) {
+        rc = gcmpi_node_shm_allgather(&n->shm, n->node, out, counts, displs, inner_rc, &worst);
+    } else {
+        rc = PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, out, counts, displs, MPI_FLOAT,
+                             n->node);
+        if (rc == MPI_SUCCESS)
+            rc = PMPI_Allreduce(&inner_rc, &worst, 1, MPI_INT, MPI_MAX, n->node);
+    }
+    st->bytes_sent += (uint64_t)len * sizeof(float);
     st->comm_s += PMPI_Wtime() - t0;
     return rc != MPI_SUCCESS ? rc : worst;
 }

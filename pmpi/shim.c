@@ -24,6 +24,7 @@
 #include "eligible.h"
 #include "gcmpi_config.h"
 #include "init_check.h"
+#include "node_shm.h"
 #include "report.h"
 #include "stats.h"
 
@@ -171,6 +172,7 @@ GCMPI_EXPORT int MPI_Finalize(void)
         /* States of MPI_COMM_WORLD, MPI_COMM_SELF and communicators the
          * program kept go before PMPI_Finalize, which would otherwise run
          * their delete callbacks when freeing the duplicates is too late. */
+        gcmpi_node_shm_finalizing();
         gcmpi_comm_state_teardown();
         gcmpi_report_finalize(&cfg, world);
         gcmpi_device_teardown();

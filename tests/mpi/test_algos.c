@@ -7,6 +7,7 @@
  * make the others hang. */
 #include "coll_impl.h" /* gcmpi_coll_supports */
 #include "codec_impl.h" /* gc_codec_none's descriptor, for a codec that fails on purpose */
+#include "node_shm.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -570,14 +571,20 @@ static void test_hier_node_split_follows_node_size(harness *h)
 
 /* Codec none through hier sums integer-valued floats exactly for every
  * node size (one node, one rank per node, uneven nodes), in place or not,
- * with every rank holding the same bytes. */
+ * with every rank holding the same bytes; inside a node through MPI, the
+ * shared window, and a window of 7 floats a part (many rounds, uneven
+ * last pieces). */
 static void test_hier_none_sums_exactly_for_every_node_size(harness *h)
 {
     const int p = h->ctx.size;
     const size_t counts[] = {0, 1, (size_t)p + 1, 1000, 65537};
+    static const char *ways[] = {"MPI", "window", "window of 7"};
     use_codec(h, "none");
+    for (int way = 0; way < 3; way++)
     for (int q = 1; q <= p; q++) {
         use_node_size(h, q);
+        h->cfg.node_shm = way > 0;
+        gcmpi_node_shm_set_max_floats(way == 2 ? 7 : GCMPI_NODE_SHM_MAX_FLOATS);
         for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++)
             for (int in_place = 0; in_place < 2; in_place++) {
                 const size_t n = counts[c];
@@ -586,20 +593,58 @@ static void test_hier_none_sums_exactly_for_every_node_size(harness *h)
                 for (size_t i = 0; i < n; i++) in[i] = int_value(h->ctx.rank, i);
                 if (in_place) memcpy(out, in, n * sizeof(float));
                 int rc = allreduce(h, GCMPI_ALGO_HIER, in_place ? out : in, out, n, NULL);
-                CHECK(rc == MPI_SUCCESS, "q=%d n=%zu: rc %d", q, n, rc);
+                CHECK(rc == MPI_SUCCESS, "%s q=%d n=%zu: rc %d", ways[way], q, n, rc);
                 size_t bad = 0;
                 for (size_t i = 0; i < n; i++) {
                     float want = 0;
                     for (int r = 0; r < p; r++) want += int_value(r, i);
                     bad += out[i] != want;
                 }
-                CHECK(bad == 0, "q=%d n=%zu in_place=%d: %zu wrong sums", q, n, in_place, bad);
-                CHECK(same_on_all_ranks(h, out, n), "q=%d n=%zu: ranks differ", q, n);
+                CHECK(bad == 0, "%s q=%d n=%zu in_place=%d: %zu wrong sums", ways[way], q, n,
+                      in_place, bad);
+                CHECK(same_on_all_ranks(h, out, n), "%s q=%d n=%zu: ranks differ", ways[way], q, n);
                 free(in);
                 free(out);
             }
     }
+    gcmpi_node_shm_set_max_floats(GCMPI_NODE_SHM_MAX_FLOATS);
+    h->cfg.node_shm = 1;
     use_node_size(h, 0);
+}
+
+/* The window's allgather tells every rank of the node the largest code
+ * any rank brought (a column's failure reaches its whole node), and puts
+ * every chunk in place; straight on the shared-memory primitives, on a
+ * node of all ranks, in rounds of 3 floats a part. */
+static void test_node_window_spreads_chunks_and_the_worst_code(harness *h)
+{
+    const int p = h->ctx.size, me = h->ctx.rank;
+    int possible = 0;
+    CHECK(gcmpi_node_shm_possible(h->ctx.comm, &possible) == MPI_SUCCESS && possible,
+          "one host's ranks do not share memory");
+    if (!possible) return;
+    int *counts = malloc((size_t)p * sizeof *counts), *displs = malloc((size_t)p * sizeof *displs);
+    const size_t n = 10 * (size_t)p + 3;
+    float *out = malloc(n * sizeof(float));
+    for (int i = 0; i < p; i++) {
+        counts[i] = (int)gcmpi_chunk_len(n, p, i);
+        displs[i] = (int)gcmpi_chunk_start(n, p, i);
+    }
+    for (size_t i = 0; i < n; i++) out[i] = -1.0f;
+    for (int i = 0; i < counts[me]; i++) out[displs[me] + i] = (float)(displs[me] + i);
+    gcmpi_node_shm *shm = NULL;
+    gcmpi_node_shm_set_max_floats(3);
+    int worst = -1;
+    const int mine = me == p - 1 ? MPI_ERR_ARG : MPI_SUCCESS;
+    int rc = gcmpi_node_shm_allgather(&shm, h->ctx.comm, out, counts, displs, mine, &worst);
+    CHECK(rc == MPI_SUCCESS, "rc %d", rc);
+    CHECK(worst == (p > 1 || mine ? MPI_ERR_ARG : MPI_SUCCESS), "worst code %d", worst);
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) bad += out[i] != (float)i;
+    CHECK(bad == 0, "%zu elements not gathered", bad);
+    gcmpi_node_shm_set_max_floats(GCMPI_NODE_SHM_MAX_FLOATS);
+    gcmpi_node_shm_free(shm);
+    free(counts), free(displs), free(out);
 }
 
 /* Lossy codecs through hier (nodes of 2: uneven on 3 ranks): every rank
@@ -1282,6 +1327,7 @@ int main(int argc, char **argv)
         T(test_nonfinite_inputs_behave_like_mpi_sum),
         T(test_hier_node_split_follows_node_size),
         T(test_hier_none_sums_exactly_for_every_node_size),
+        T(test_node_window_spreads_chunks_and_the_worst_code),
         T(test_hier_lossy_codecs_agree_and_stay_close),
         T(test_hier_error_feedback_converges_with_uneven_nodes),
         T(test_sparse_rd_equals_the_sum_of_decoded_sets),

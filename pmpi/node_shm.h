@@ -1,0 +1,54 @@
+/* node_shm.h — hier's two phases inside a node (reduce-scatter, then
+ * allgather of the chunks) through one MPI-3 shared-memory window over the
+ * node communicator, instead of PMPI_Reduce_scatter and PMPI_Allgatherv.
+ *
+ * Each rank copies its vector into its part of the window once and sums
+ * its own chunk straight from every rank's copy; then each rank puts its
+ * chunk into the window and copies the others' chunks out. Vectors larger
+ * than the window go in rounds. Only for ranks that share memory: from
+ * MPI_Comm_split_type(MPI_COMM_TYPE_SHARED), or GCMPI_NODE_SIZE blocks
+ * that MPI says share memory. */
+#ifndef GCMPI_NODE_SHM_H
+#define GCMPI_NODE_SHM_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+/* Most floats one rank's part of the window holds (64 MiB): a larger
+ * vector goes in rounds, two barriers each. */
+#define GCMPI_NODE_SHM_MAX_FLOATS ((size_t)16 << 20)
+
+typedef struct gcmpi_node_shm gcmpi_node_shm;
+
+/* Whether the ranks of node can share a window: every rank's shared-memory
+ * split of node is the whole of node. Collective over node. */
+int gcmpi_node_shm_possible(MPI_Comm node, int *possible);
+
+/* Local rank i gets in out[displs[i] .. displs[i] + counts[i]) the node's
+ * sum of that range of every rank's in, summed in local rank order
+ * (in == out allowed). The window (*shm, created or grown here; collective
+ * over node with the same counts on every rank) is kept for the next
+ * call. Returns an MPI error code. */
+int gcmpi_node_shm_reduce_scatter(gcmpi_node_shm **shm, MPI_Comm node, const float *in,
+                                  float *out, const int *counts, const int *displs);
+
+/* Every rank ends with every rank's chunk out[displs[i] .. + counts[i]),
+ * and with *worst the largest of the ranks' my_rc (so an error of one rank
+ * reaches its whole node without one more collective). Collective over
+ * node, after gcmpi_node_shm_reduce_scatter with the same counts. */
+int gcmpi_node_shm_allgather(gcmpi_node_shm **shm, MPI_Comm node, float *out, const int *counts,
+                             const int *displs, int my_rc, int *worst);
+
+/* Sets the most floats of a part (tests: a small part forces rounds);
+ * GCMPI_NODE_SHM_MAX_FLOATS until then. The same on every rank. */
+void gcmpi_node_shm_set_max_floats(size_t floats);
+
+/* Frees the window (collective over its node) ... */
+void gcmpi_node_shm_free(gcmpi_node_shm *shm);
+
+/* ... except after this: at MPI_Finalize, communicators' states go in an
+ * order of each rank's own, and freeing a window is a barrier of its node;
+ * PMPI_Finalize releases what is left. */
+void gcmpi_node_shm_finalizing(void);
+
+#endif
