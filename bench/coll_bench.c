@@ -4,7 +4,7 @@
  *   mpirun -np 4 gcmpi-coll-bench [--sizes 1M,16M] [--max-size 64M]
  *       [--codec all|LIST] [--algo all|LIST] [--ratio R] [--bits B]
  *       [--bucket N] [--rank R] [--reps N] [--warmup N] [--no-ef] [--json]
- *       [--node-size Q] [--predict]
+ *       [--node-size Q] [--node-shm 0|1] [--predict]
  *
  * The bench links the library's internals (config/ and the pmpi/ collective
  * algorithms) and calls gcmpi_allreduce_compressed with a configuration
@@ -50,7 +50,7 @@ typedef struct options {
     int n_codecs;
     gcmpi_algo algos[GCMPI_ALGO_COUNT];
     int n_algos;
-    int node_size, predict;
+    int node_size, node_shm, predict;
     double ratio;
     unsigned bits, rank;
     size_t bucket;
@@ -71,6 +71,8 @@ static void usage(FILE *f)
             "                   rule, or 'all' = allgather, rsag, native\n"
             "  --node-size Q    hier's and auto's nodes: Q consecutive ranks (default: the\n"
             "                   ranks sharing memory)\n"
+            "  --node-shm 0|1   hier inside a node through a shared window (1, default) or\n"
+            "                   MPI_Reduce_scatter and MPI_Allgatherv (0): GCMPI_NODE_SHM\n"
             "  --predict        print the cost model's prediction beside each time\n"
             "  --ratio R        topk/randk/dgc kept fraction (default 0.01)\n"
             "  --bits B         qsgd bits (default 4)\n"
@@ -167,7 +169,7 @@ static int parse_options(options *o, int argc, char **argv)
     gc_params d;
     gc_params_default(&d);
     o->ratio = d.ratio, o->bits = d.bits, o->bucket = d.bucket, o->rank = d.rank;
-    o->reps = 5, o->warmup = 2, o->ef = 1;
+    o->reps = 5, o->warmup = 2, o->ef = 1, o->node_shm = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int ok = 1, takes = 1;
@@ -189,6 +191,9 @@ static int parse_options(options *o, int argc, char **argv)
         else if (strcmp(a, "--rank") == 0) o->rank = (unsigned)atoi(v);
         else if (strcmp(a, "--node-size") == 0)
             ok = (o->node_size = atoi(v)) > 0 || fail("bad --node-size '%s'", v);
+        else if (strcmp(a, "--node-shm") == 0)
+            ok = ((o->node_shm = atoi(v)) == 0 || o->node_shm == 1) ||
+                 fail("bad --node-shm '%s' (0 or 1)", v);
         else if (strcmp(a, "--reps") == 0)
             ok = (o->reps = atoi(v)) > 0 || fail("bad --reps '%s'", v);
         else if (strcmp(a, "--warmup") == 0) o->warmup = atoi(v) < 0 ? 0 : atoi(v);
@@ -432,6 +437,7 @@ int main(int argc, char **argv)
                 cfg.ef = o.ef;
                 cfg.algo = o.algos[a];
                 cfg.node_size = o.node_size;
+                cfg.node_shm = o.node_shm;
                 ctx.cache = &caches[c];
                 /* auto measures its model on the first call for a codec,
                  * then tries its candidates on the first calls of a size:
