@@ -118,7 +118,7 @@ void gcmpi_nodes_free(gcmpi_nodes *nodes);
 #define GCMPI_AUTO_TRIALS 3       /* candidates tried per call size     */
 #define GCMPI_AUTO_TRIAL_CALLS 3  /* calls each                         */
 #define GCMPI_AUTO_MARGIN 0.05    /* a lossy pick must beat passthrough's
-                                     best call by this fraction            */
+                                     median call by this fraction          */
 typedef struct gcmpi_auto_choice {
     size_t count;          /* floats of the call                        */
     gcmpi_algo algo;       /* what auto runs (after the trial: settled) */
@@ -127,11 +127,13 @@ typedef struct gcmpi_auto_choice {
     uint64_t calls;        /* calls run with algo once settled          */
     double measured_s;     /* their summed time on this rank            */
     /* The trial: the model's two fastest and passthrough, each run for a
-     * few calls; the fastest measured (agreed over ranks) is settled on. */
+     * few calls; the fastest by median call (agreed over ranks: MAX) is
+     * settled on. */
     int settled, n_trial;
     gcmpi_algo trial[GCMPI_AUTO_TRIALS];
     int trial_calls[GCMPI_AUTO_TRIALS];
-    double trial_min_s[GCMPI_AUTO_TRIALS]; /* this rank's fastest call  */
+    double trial_s[GCMPI_AUTO_TRIALS][GCMPI_AUTO_TRIAL_CALLS]; /* this rank's
+                                                                  call times */
 } gcmpi_auto_choice;
 
 typedef struct gcmpi_auto_model {

@@ -16,7 +16,7 @@
  * A model can be wrong (a loaded machine, a link it did not measure well),
  * and auto must not lose to native: per call size the model's pick, its
  * runner-up and passthrough each run GCMPI_AUTO_TRIAL_CALLS calls, in
- * turn, and the fastest by its best call on the slowest rank is kept from
+ * turn, and the fastest by its median call on the slowest rank is kept from
  * then on; a lossy one only when it beats passthrough by GCMPI_AUTO_MARGIN. */
 #include "coll_impl.h"
 #include "cost_model.h"
@@ -278,6 +278,7 @@ int gcmpi_auto_agree(gcmpi_coll_ctx *ctx, const gcmpi_nodes *nodes, const double
     e->node_allreduce = gcmpi_lin_fit(s, agreed[N_AR1], nl, agreed[N_AR2]);
     e->node_size = nodes->max_node_size;
     e->hier_scatter = gcmpi_hier_scatter_style(cfg, nodes, 1);
+    e->one_node_window = gcmpi_hier_one_node_window(cfg, nodes, 1);
     e->encode_s_per_byte = agreed[C_ENC];
     e->decode_s_per_byte = agreed[C_DEC];
     e->payload_ratio = agreed[C_RATIO];
@@ -374,17 +375,25 @@ static void start_trial(gcmpi_coll_ctx *ctx, gcmpi_auto_model *m, gcmpi_auto_cho
         if (second != GCMPI_ALGO_PASS) c->trial[c->n_trial++] = second;
     }
     if (c->model != GCMPI_ALGO_PASS) c->trial[c->n_trial++] = GCMPI_ALGO_PASS;
-    for (int i = 0; i < c->n_trial; i++) c->trial_min_s[i] = INFINITY;
     c->settled = c->n_trial == 1;
 }
 
 /* Every candidate has had its calls: the fastest by the slowest rank's
- * best call (one PMPI_Allreduce, MAX), the same choice on every rank. */
+ * median call (one PMPI_Allreduce, MAX), the same choice on every rank.
+ * The median, not the best call: with 8 ranks on 2 cores a CPU-heavy
+ * candidate's calls vary most, and its one lucky call won the trial while
+ * its typical call lost to passthrough by 1.8x. */
 static int settle(gcmpi_coll_ctx *ctx, gcmpi_auto_choice *c)
 {
-    double agreed[GCMPI_AUTO_TRIALS];
+    double mine[GCMPI_AUTO_TRIALS], agreed[GCMPI_AUTO_TRIALS];
+    for (int i = 0; i < c->n_trial; i++) {
+        double t[GCMPI_AUTO_TRIAL_CALLS];
+        memcpy(t, c->trial_s[i], sizeof t);
+        qsort(t, GCMPI_AUTO_TRIAL_CALLS, sizeof t[0], cmp_double);
+        mine[i] = t[(GCMPI_AUTO_TRIAL_CALLS - 1) / 2];
+    }
     const double t0 = PMPI_Wtime();
-    int rc = PMPI_Allreduce(c->trial_min_s, agreed, c->n_trial, MPI_DOUBLE, MPI_MAX, ctx->comm);
+    int rc = PMPI_Allreduce(mine, agreed, c->n_trial, MPI_DOUBLE, MPI_MAX, ctx->comm);
     if (ctx->stats) ctx->stats->comm_s += PMPI_Wtime() - t0;
     if (rc != MPI_SUCCESS) return rc;
     /* The fastest compressed candidate, kept only when it beats passing
@@ -435,8 +444,7 @@ void gcmpi_auto_note(gcmpi_coll_ctx *ctx, size_t count, gcmpi_algo algo, double 
     if (!c->settled) {
         for (int i = 0; i < c->n_trial; i++)
             if (c->trial[i] == algo && c->trial_calls[i] < GCMPI_AUTO_TRIAL_CALLS) {
-                c->trial_calls[i]++;
-                if (seconds < c->trial_min_s[i]) c->trial_min_s[i] = seconds;
+                c->trial_s[i][c->trial_calls[i]++] = seconds;
                 return;
             }
         return;

@@ -29,6 +29,11 @@
  * Uneven nodes, counts above INT_MAX and powersgd (its state is shaped by
  * the whole count) keep the leader style.
  *
+ * On one node (every rank shares memory) there is no slow link: with the
+ * window, hier is its two phases and nothing between, an exact allreduce
+ * (summed in local rank order) that copies less than MPI's; without it,
+ * the leader's reduce and broadcast, exact too.
+ *
  * A failure between leaders is spread inside the node after the broadcast
  * (one int), so no rank is left waiting and all return the same code. */
 #include "coll_impl.h"
@@ -142,6 +147,12 @@ int gcmpi_hier_scatter_style(const gcmpi_config *cfg, const gcmpi_nodes *n, size
            count <= (size_t)INT_MAX && strcmp(gc_codec_name(cfg->codec), "powersgd") != 0;
 }
 
+int gcmpi_hier_one_node_window(const gcmpi_config *cfg, const gcmpi_nodes *n, size_t count)
+{
+    return n->n_nodes == 1 && n->node_size > 1 && n->shm_possible && cfg->node_shm &&
+           count <= (size_t)INT_MAX;
+}
+
 /* The algorithm between nodes: the model's (auto) or the rule's. */
 static gcmpi_algo between_algo(const gcmpi_coll_ctx *ctx, const gcmpi_nodes *n, size_t count)
 {
@@ -182,7 +193,7 @@ static int hier_scatter(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, const float *in, fl
 
     /* Chunk me between nodes, with this rank's slice of the residual. */
     int inner_rc = MPI_SUCCESS;
-    if (len) {
+    if (len && n->n_nodes > 1) {
         gcmpi_coll_ctx column = *ctx;
         column.comm = n->column;
         column.rank = n->node_index;
@@ -223,7 +234,8 @@ int gcmpi_allreduce_hier(gcmpi_coll_ctx *ctx, const float *in, float *out, size_
     int owned = 0;
     int rc = nodes_of(ctx, &n, &owned);
     if (rc != MPI_SUCCESS) return rc;
-    if (gcmpi_hier_scatter_style(ctx->cfg, n, count)) {
+    if (gcmpi_hier_scatter_style(ctx->cfg, n, count) ||
+        gcmpi_hier_one_node_window(ctx->cfg, n, count)) {
         rc = hier_scatter(ctx, n, in, out, count, ef);
         if (owned) gcmpi_nodes_free(n);
         return rc;

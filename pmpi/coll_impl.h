@@ -47,6 +47,9 @@ int gcmpi_allreduce_hier(gcmpi_coll_ctx *ctx, const float *in, float *out, size_
                          gcmpi_ef_slot *ef);
 /* 1 when hier runs its reduce-scatter style for count on nodes n. */
 int gcmpi_hier_scatter_style(const gcmpi_config *cfg, const gcmpi_nodes *n, size_t count);
+/* 1 when n is one node whose ranks share a window: hier is then the
+ * window's exact allreduce, nothing compressed. */
+int gcmpi_hier_one_node_window(const gcmpi_config *cfg, const gcmpi_nodes *n, size_t count);
 int gcmpi_allreduce_sparse_rd(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t count,
                               gcmpi_ef_slot *ef);
 

@@ -100,6 +100,8 @@ double gcmpi_cost_predict(const gcmpi_cost_env *e, gcmpi_algo algo, gcmpi_algo i
 {
     switch (algo) {
     case GCMPI_ALGO_HIER: {
+        if (e->n_nodes == 1 && e->one_node_window && bytes / 4 <= 2147483647.0)
+            return gcmpi_lin_at(e->node_allreduce, bytes);
         if (e->n_nodes < 2 || e->n_nodes == e->p) return INFINITY; /* flat does the same */
         if (inner == GCMPI_ALGO_HIER || inner == GCMPI_ALGO_SPARSE_RD) return INFINITY;
         if (e->hier_scatter && e->node_size > 1 && bytes / 4 <= 2147483647.0)

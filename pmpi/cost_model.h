@@ -43,6 +43,8 @@ typedef struct gcmpi_cost_env {
     int node_size;           /* ranks per node (largest)                       */
     int hier_scatter;        /* hier runs its reduce-scatter style (nodes of
                                 equal size, codec not powersgd)             */
+    int one_node_window;     /* one node sharing a window: hier is the
+                                window's exact allreduce (node_allreduce)   */
     double encode_s_per_byte;  /* codec encode, per input byte                 */
     double decode_s_per_byte;  /* decode_add of one payload, per output byte   */
     double payload_ratio;      /* payload bytes / input bytes                  */
@@ -58,7 +60,8 @@ typedef struct gcmpi_cost_env {
  *   rsag         encode + alltoall(payload) + decode + encode of 1/p
  *                + allgather(payload/p) + decode
  *   native       encode + allreduce(native bytes) + decode
- *   hier         leader style: reduce_bcast(bytes) + the rule's algorithm
+ *   hier         one node with a window: node_allreduce(bytes), exact;
+ *                leader style: reduce_bcast(bytes) + the rule's algorithm
  *                between nodes on the whole vector; reduce-scatter style:
  *                node_allreduce(bytes) + the inner algorithm's compute on
  *                bytes/q per rank + its communication of the whole vector's

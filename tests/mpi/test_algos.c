@@ -647,6 +647,42 @@ static void test_node_window_spreads_chunks_and_the_worst_code(harness *h)
     free(counts), free(displs), free(out);
 }
 
+/* One node whose ranks share the window: hier compresses nothing (there
+ * is no slow link) and is an exact allreduce summed in local rank order,
+ * bit for bit, whatever the codec; the residual stays untouched. */
+static void test_hier_on_one_node_is_exact_in_rank_order(harness *h)
+{
+    const int p = h->ctx.size;
+    if (p < 2) return;
+    const size_t n = 10007;
+    float *in = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float));
+    float *theirs = malloc(n * sizeof(float)), *want = calloc(n, sizeof(float));
+    for (int r = 0; r < p; r++) {
+        fill_laplace(theirs, n, r);
+        for (size_t i = 0; i < n; i++) want[i] = r == 0 ? theirs[i] : want[i] + theirs[i];
+    }
+    fill_laplace(in, n, h->ctx.rank);
+    static const char *codecs[] = {"topk", "int8", "sign"};
+    for (size_t c = 0; c < sizeof codecs / sizeof codecs[0]; c++) {
+        use_codec(h, codecs[c]);
+        use_node_size(h, p);
+        ef_buf ef;
+        ef_alloc(&ef, h, GCMPI_ALGO_HIER, n);
+        int rc = allreduce(h, GCMPI_ALGO_HIER, in, out, n, &ef.slot);
+        CHECK(rc == MPI_SUCCESS, "%s: rc %d", codecs[c], rc);
+        size_t bad = 0, moved = 0;
+        for (size_t i = 0; i < n; i++) {
+            bad += memcmp(&out[i], &want[i], sizeof(float)) != 0;
+            moved += ef.slot.residual && ef.slot.residual[i] != 0.0f;
+        }
+        CHECK(bad == 0, "%s: %zu sums differ from the rank-order sum", codecs[c], bad);
+        CHECK(moved == 0, "%s: %zu residual entries changed", codecs[c], moved);
+        ef_free(&ef);
+    }
+    use_node_size(h, 0);
+    free(in), free(out), free(theirs), free(want);
+}
+
 /* Lossy codecs through hier (nodes of 2: uneven on 3 ranks): every rank
  * ends with the same bytes, and the sum is as close as the codec allows
  * (compressed once, between nodes, like a flat allgather of node sums). */
@@ -943,7 +979,7 @@ static void test_auto_measures_once_and_results_agree(harness *h)
 
 /* auto's trial: per call size the model's pick, its runner-up and
  * passthrough each run GCMPI_AUTO_TRIAL_CALLS calls in turn, then the fastest by
- * the slowest rank's best call is kept on every rank, even when the ranks
+ * the slowest rank's median call is kept on every rank, even when the ranks
  * measured opposite things; a settled size runs its choice from then on. */
 static void test_auto_trial_settles_on_the_measured_fastest(harness *h)
 {
@@ -1328,6 +1364,7 @@ int main(int argc, char **argv)
         T(test_hier_node_split_follows_node_size),
         T(test_hier_none_sums_exactly_for_every_node_size),
         T(test_node_window_spreads_chunks_and_the_worst_code),
+        T(test_hier_on_one_node_is_exact_in_rank_order),
         T(test_hier_lossy_codecs_agree_and_stay_close),
         T(test_hier_error_feedback_converges_with_uneven_nodes),
         T(test_sparse_rd_equals_the_sum_of_decoded_sets),
