@@ -81,15 +81,17 @@ void gcmpi_auto_report_json(FILE *f)
 static void link_of_allgather(gcmpi_lin l, int m, double *alpha, double *beta)
 {
     const double lg = m > 1 ? ceil(log2((double)m)) : 1.0;
+    const double b = gcmpi_lin_slope(l); /* large messages' */
     *alpha = l.a / lg;
-    *beta = l.b > 0 && m > 1 ? (m - 1) / l.b : 0.0;
+    *beta = b > 0 && m > 1 ? (m - 1) / b : 0.0;
 }
 
 static void link_of_allreduce(gcmpi_lin l, int q, double *alpha, double *beta)
 {
     const double lg = q > 1 ? ceil(log2((double)q)) : 1.0;
+    const double b = gcmpi_lin_slope(l);
     *alpha = l.a / (2 * lg);
-    *beta = l.b > 0 && q > 1 ? 2.0 * (q - 1) / (q * l.b) : 0.0;
+    *beta = b > 0 && q > 1 ? 2.0 * (q - 1) / (q * b) : 0.0;
 }
 
 void gcmpi_auto_report_models_json(FILE *f)

@@ -35,14 +35,28 @@
 #define REPEATS 5
 #define CODEC_FLOATS (NODE_LARGE_BYTES / sizeof(float))
 
-/* The figures that are agreed, as one array of doubles. */
+/* A third, larger point where the link is fast enough that it costs
+ * little: the 1 MiB allreduce scaled up to about this long, at most
+ * BIG_FACTOR times; 0 (not measured) where the factor stays below 2. Over
+ * shared memory the 1 MiB points run from cache and put a 64 MiB
+ * passthrough at a third of its time. */
+#define BIG_TARGET_S 0.01
+#define BIG_FACTOR 16
+#define BIG_REPEATS 3
+
+/* The figures that are agreed, as one array of doubles: per communicator
+ * (flat, between leaders) the three primitives at two sizes, at the large
+ * third point and that point's sizes (allreduce and alltoall, allgather
+ * block). */
 enum {
-    F_AR1, F_AR2, F_AG1, F_AG2, F_A2A1, F_A2A2, /* flat      */
-    B_AR1, B_AR2, B_AG1, B_AG2, B_A2A1, B_A2A2, /* between   */
-    N_RB1, N_RB2, N_AR1, N_AR2,                 /* in a node */
-    C_ENC, C_DEC, C_RATIO,                      /* codec     */
+    F_AR1, F_AR2, F_AG1, F_AG2, F_A2A1, F_A2A2, F_AR3, F_AG3, F_A2A3, F_X, F_XG, /* flat */
+    B_AR1, B_AR2, B_AG1, B_AG2, B_A2A1, B_A2A2, B_AR3, B_AG3, B_A2A3, B_X, B_XG, /* between */
+    N_RB1, N_RB2, N_AR1, N_AR2, /* in a node */
+    C_ENC, C_DEC, C_RATIO,      /* codec     */
     FIGURES
 };
+enum { COMM_FIGURES = F_XG - F_AR1 + 1 };
+_Static_assert(B_AR1 == F_AR1 + COMM_FIGURES, "flat and between figures alike");
 _Static_assert(FIGURES == GCMPI_AUTO_FIGURES, "coll.h's figure count");
 
 void gcmpi_coll_cache_free(gcmpi_coll_cache *c)
@@ -79,23 +93,30 @@ static int run_prim(prim k, MPI_Comm comm, int p, uint8_t *a, uint8_t *b, size_t
     return MPI_ERR_ARG;
 }
 
-/* The fastest of REPEATS runs, each after a barrier: the first pays for
+/* The fastest of `repeats` runs, each after a barrier: the first pays for
  * connections and caches, and other load only ever makes a run slower. */
-static double time_prim(prim k, MPI_Comm comm, uint8_t *a, uint8_t *b, size_t bytes)
+static double time_prim_n(prim k, MPI_Comm comm, uint8_t *a, uint8_t *b, size_t bytes,
+                          int repeats)
 {
     int p;
     PMPI_Comm_size(comm, &p);
     double t[REPEATS];
-    for (int i = 0; i < REPEATS; i++) {
+    if (repeats > REPEATS) repeats = REPEATS;
+    for (int i = 0; i < repeats; i++) {
         PMPI_Barrier(comm);
         double t0 = PMPI_Wtime();
         if (run_prim(k, comm, p, a, b, bytes) != MPI_SUCCESS) return 0.0;
         t[i] = PMPI_Wtime() - t0;
     }
     double best = t[0];
-    for (int i = 1; i < REPEATS; i++)
+    for (int i = 1; i < repeats; i++)
         if (t[i] < best) best = t[i];
     return best;
+}
+
+static double time_prim(prim k, MPI_Comm comm, uint8_t *a, uint8_t *b, size_t bytes)
+{
+    return time_prim_n(k, comm, a, b, bytes, REPEATS);
 }
 
 /* hier's two phases inside the node through its shared window, as
@@ -124,7 +145,9 @@ static double time_node_window(gcmpi_nodes *n, uint8_t *a, uint8_t *b, size_t by
     return best;
 }
 
-static void measure_comm(MPI_Comm comm, double *f, uint8_t *a, uint8_t *b)
+/* f[0 .. COMM_FIGURES-1] in the order of the flat block. Collective over
+ * comm: the large point's factor is agreed (the slowest rank's 1 MiB). */
+static void measure_comm(MPI_Comm comm, double *f, uint8_t *a, uint8_t *b, size_t cap)
 {
     int p;
     PMPI_Comm_size(comm, &p);
@@ -134,6 +157,23 @@ static void measure_comm(MPI_Comm comm, double *f, uint8_t *a, uint8_t *b)
     f[3] = time_prim(PRIM_ALLGATHER, comm, a, b, LARGE_GATHER_BYTES);
     f[4] = time_prim(PRIM_ALLTOALL, comm, a, b, SMALL_BYTES);
     f[5] = time_prim(PRIM_ALLTOALL, comm, a, b, LARGE_BYTES);
+    double slowest = 0.0;
+    if (PMPI_Allreduce(&f[1], &slowest, 1, MPI_DOUBLE, MPI_MAX, comm) != MPI_SUCCESS) return;
+    size_t factor = slowest > 0 ? (size_t)(BIG_TARGET_S / slowest) : 0;
+    if (factor > BIG_FACTOR) factor = BIG_FACTOR;
+    size_t gfactor = factor;
+    while (gfactor > 1 && LARGE_GATHER_BYTES * gfactor * (size_t)p > cap) gfactor /= 2;
+    if (factor >= 2) {
+        const size_t x = LARGE_BYTES * factor;
+        f[F_X - F_AR1] = (double)x;
+        f[F_AR3 - F_AR1] = time_prim_n(PRIM_ALLREDUCE, comm, a, b, x, BIG_REPEATS);
+        f[F_A2A3 - F_AR1] = time_prim_n(PRIM_ALLTOALL, comm, a, b, x, BIG_REPEATS);
+    }
+    if (gfactor >= 2) {
+        const size_t x = LARGE_GATHER_BYTES * gfactor;
+        f[F_XG - F_AR1] = (double)x;
+        f[F_AG3 - F_AR1] = time_prim_n(PRIM_ALLGATHER, comm, a, b, x, BIG_REPEATS);
+    }
 }
 
 /* Laplace-like values, the same on every rank (the payload of a sparse or
@@ -148,17 +188,24 @@ static void synthetic_gradient(float *x, size_t n)
     }
 }
 
-static void measure_codec(gcmpi_coll_ctx *ctx, double *f, float *x, float *acc, uint8_t *payload,
-                          size_t cap)
+/* With error feedback on (lossy codecs), the encode adds and updates a
+ * residual as every call does: about twice the work of a bare encode, which
+ * the model once took for the call's and so put compressed calls at half
+ * their measured time. */
+static void measure_codec(gcmpi_coll_ctx *ctx, double *f, float *x, float *acc, float *residual,
+                          uint8_t *payload, size_t cap)
 {
     const gcmpi_config *cfg = ctx->cfg;
     const size_t n = CODEC_FLOATS;
+    const int ef = cfg->ef && !(gc_codec_flags(cfg->codec) & GC_LOSSLESS);
     synthetic_gradient(x, n);
     double enc = INFINITY, dec = INFINITY;
     size_t len = 0;
     for (int i = 0; i < 3; i++) {
+        if (ef) memset(residual, 0, n * sizeof(float));
         double t0 = PMPI_Wtime();
-        len = gc_encode(cfg->codec, x, NULL, n, &cfg->params, 1, payload, cap, ctx->ws);
+        len = gc_encode(cfg->codec, x, ef ? residual : NULL, n, &cfg->params, 1, payload, cap,
+                        ctx->ws);
         double t1 = PMPI_Wtime();
         if (gc_is_error(len)) break;
         memset(acc, 0, n * sizeof(float));
@@ -198,13 +245,14 @@ static int measure(gcmpi_coll_ctx *ctx, gcmpi_nodes *nodes, double *f)
                      : LARGE_GATHER_BYTES * (size_t)ctx->size;
     if (big < CODEC_FLOATS * sizeof(float)) big = CODEC_FLOATS * sizeof(float);
     uint8_t *a = calloc(big, 1), *b = calloc(big, 1), *pay = malloc(codec_cap);
-    int ok = a && b && pay, all_ok = 0;
+    float *residual = malloc(CODEC_FLOATS * sizeof(float));
+    int ok = a && b && pay && residual, all_ok = 0;
     int rc = PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, ctx->comm);
     memset(f, 0, GCMPI_AUTO_FIGURES * sizeof *f);
     if (rc == MPI_SUCCESS && all_ok) {
-        measure_comm(ctx->comm, &f[F_AR1], a, b);
+        measure_comm(ctx->comm, &f[F_AR1], a, b, big);
         if (nodes->leaders != MPI_COMM_NULL && nodes->n_nodes > 1)
-            measure_comm(nodes->leaders, &f[B_AR1], a, b);
+            measure_comm(nodes->leaders, &f[B_AR1], a, b, big);
         if (nodes->node_size > 1) {
             f[N_RB1] = time_prim(PRIM_REDUCE_BCAST, nodes->node, a, b, SMALL_BYTES);
             f[N_RB2] = time_prim(PRIM_REDUCE_BCAST, nodes->node, a, b, NODE_LARGE_BYTES);
@@ -219,11 +267,11 @@ static int measure(gcmpi_coll_ctx *ctx, gcmpi_nodes *nodes, double *f)
                 f[N_AR2] = time_prim(PRIM_ALLREDUCE, nodes->node, a, b, NODE_LARGE_BYTES);
             }
         }
-        measure_codec(ctx, f, (float *)a, (float *)b, pay, codec_cap);
+        measure_codec(ctx, f, (float *)a, (float *)b, residual, pay, codec_cap);
     } else if (rc == MPI_SUCCESS) {
         rc = MPI_ERR_NO_MEM;
     }
-    free(a), free(b), free(pay);
+    free(a), free(b), free(pay), free(residual);
     return rc;
 }
 
@@ -267,12 +315,18 @@ int gcmpi_auto_agree(gcmpi_coll_ctx *ctx, const gcmpi_nodes *nodes, const double
     gcmpi_cost_env *e = &m->env;
     e->p = p;
     e->n_nodes = nn;
-    e->flat.allreduce = gcmpi_lin_fit(s, agreed[F_AR1], l, agreed[F_AR2]);
-    e->flat.allgather = gcmpi_lin_fit(gs, agreed[F_AG1], gl, agreed[F_AG2]);
-    e->flat.alltoall = gcmpi_lin_fit(s, agreed[F_A2A1], l, agreed[F_A2A2]);
-    e->between.allreduce = gcmpi_lin_fit(s, agreed[B_AR1], l, agreed[B_AR2]);
-    e->between.allgather = gcmpi_lin_fit(bgs, agreed[B_AG1], gl, agreed[B_AG2]);
-    e->between.alltoall = gcmpi_lin_fit(s, agreed[B_A2A1], l, agreed[B_A2A2]);
+    e->flat.allreduce = gcmpi_lin_fit3(s, agreed[F_AR1], l, agreed[F_AR2], agreed[F_X],
+                                       agreed[F_AR3]);
+    e->flat.allgather = gcmpi_lin_fit3(gs, agreed[F_AG1], gl, agreed[F_AG2], agreed[F_XG],
+                                       agreed[F_AG3]);
+    e->flat.alltoall = gcmpi_lin_fit3(s, agreed[F_A2A1], l, agreed[F_A2A2], agreed[F_X],
+                                      agreed[F_A2A3]);
+    e->between.allreduce = gcmpi_lin_fit3(s, agreed[B_AR1], l, agreed[B_AR2], agreed[B_X],
+                                          agreed[B_AR3]);
+    e->between.allgather = gcmpi_lin_fit3(bgs, agreed[B_AG1], gl, agreed[B_AG2], agreed[B_XG],
+                                          agreed[B_AG3]);
+    e->between.alltoall = gcmpi_lin_fit3(s, agreed[B_A2A1], l, agreed[B_A2A2], agreed[B_X],
+                                         agreed[B_A2A3]);
     const double nl = (double)NODE_LARGE_BYTES;
     e->reduce_bcast = gcmpi_lin_fit(s, agreed[N_RB1], nl, agreed[N_RB2]);
     e->node_allreduce = gcmpi_lin_fit(s, agreed[N_AR1], nl, agreed[N_AR2]);

@@ -146,9 +146,20 @@ gcmpi_prims gcmpi_prims_alpha_beta(int p, int q, double alpha, double beta)
 
 gcmpi_lin gcmpi_reduce_bcast_alpha_beta(int q, double alpha, double beta)
 {
-    if (q < 2) return (gcmpi_lin){0, 0};
+    if (q < 2) return (gcmpi_lin){.a = 0, .b = 0};
     const double l = log2_ceil(q);
-    return (gcmpi_lin){2 * l * alpha, 4.0 * (q - 1) / (q * beta)};
+    return (gcmpi_lin){.a = 2 * l * alpha, .b = 4.0 * (q - 1) / (q * beta)};
+}
+
+gcmpi_lin gcmpi_lin_fit3(double x1, double t1, double x2, double t2, double x3, double t3)
+{
+    gcmpi_lin l = gcmpi_lin_fit(x1, t1, x2, t2);
+    if (!(x3 > x2) || !(t3 > 0)) return l;
+    l.knee = x2;
+    const double at_knee = gcmpi_lin_at((gcmpi_lin){.a = l.a, .b = l.b}, x2);
+    l.b_after = (t3 - at_knee) / (x3 - x2);
+    if (!(l.b_after > 0)) l.b_after = 0.0;
+    return l;
 }
 
 gcmpi_lin gcmpi_lin_fit(double x1, double t1, double x2, double t2)
@@ -157,5 +168,5 @@ gcmpi_lin gcmpi_lin_fit(double x1, double t1, double x2, double t2)
     if (!(b > 0)) b = 0.0;
     double a = t1 - b * x1;
     if (!(a > 0)) a = 0.0;
-    return (gcmpi_lin){a, b};
+    return (gcmpi_lin){.a = a, .b = b};
 }

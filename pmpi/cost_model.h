@@ -21,11 +21,22 @@
 typedef struct gcmpi_lin {
     double a; /* seconds */
     double b; /* seconds per byte */
+    /* Past knee bytes (0: no knee) the slope is b_after: a large message
+     * leaves the caches and MPI switches algorithms, so the slope of the
+     * calibration's small sizes does not reach 64 MiB. */
+    double knee, b_after;
 } gcmpi_lin;
 
 static inline double gcmpi_lin_at(gcmpi_lin l, double bytes)
 {
+    if (l.knee > 0 && bytes > l.knee) return l.a + l.b * l.knee + l.b_after * (bytes - l.knee);
     return l.a + l.b * bytes;
+}
+
+/* The slope of large messages. */
+static inline double gcmpi_lin_slope(gcmpi_lin l)
+{
+    return l.knee > 0 ? l.b_after : l.b;
 }
 
 /* The primitives on one communicator. */
@@ -90,5 +101,9 @@ gcmpi_lin gcmpi_reduce_bcast_alpha_beta(int q, double alpha, double beta);
 
 /* The line through (x1, t1) and (x2, t2), x1 < x2, with a, b >= 0. */
 gcmpi_lin gcmpi_lin_fit(double x1, double t1, double x2, double t2);
+
+/* That line up to x2, then on to (x3, t3) (slope >= 0); just the line when
+ * x3 <= x2 or t3 was not measured (0). */
+gcmpi_lin gcmpi_lin_fit3(double x1, double t1, double x2, double t2, double x3, double t3);
 
 #endif /* GCMPI_COST_MODEL_H */
