@@ -115,7 +115,7 @@ void gcmpi_nodes_free(gcmpi_nodes *nodes);
 /* GCMPI_ALGO=auto (coll_auto.c): the agreed cost model of a communicator
  * and the choices it made, per call size, for the report. */
 #define GCMPI_AUTO_MAX_CHOICES 32
-#define GCMPI_AUTO_TRIALS 3       /* candidates tried per call size     */
+#define GCMPI_AUTO_TRIALS 4       /* candidates tried per call size     */
 #define GCMPI_AUTO_TRIAL_CALLS 3  /* calls each                         */
 #define GCMPI_AUTO_MARGIN 0.05    /* a lossy pick must beat passthrough's
                                      median call by this fraction          */
@@ -126,7 +126,7 @@ typedef struct gcmpi_auto_choice {
     double predicted_s;    /* the model's time for it                   */
     uint64_t calls;        /* calls run with algo once settled          */
     double measured_s;     /* their summed time on this rank            */
-    /* The trial: the model's two fastest and passthrough, each run for a
+    /* The trial: the model's three fastest and passthrough, each run for a
      * few calls; the fastest by median call (agreed over ranks: MAX) is
      * settled on. */
     int settled, n_trial;

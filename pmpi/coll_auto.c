@@ -15,7 +15,7 @@
  *
  * A model can be wrong (a loaded machine, a link it did not measure well),
  * and auto must not lose to native: per call size the model's pick, its
- * runner-up and passthrough each run GCMPI_AUTO_TRIAL_CALLS calls, in
+ * two runners-up and passthrough each run GCMPI_AUTO_TRIAL_CALLS calls, in
  * turn, and the fastest by its median call on the slowest rank is kept from
  * then on; a lossy one only when it beats passthrough by GCMPI_AUTO_MARGIN. */
 #include "coll_impl.h"
@@ -412,7 +412,7 @@ static gcmpi_auto_choice *choice_row(gcmpi_auto_model *m, size_t count, int add)
     return c;
 }
 
-/* A new row: the model's pick, its runner-up and passthrough to try. */
+/* A new row: the model's pick, its runners-up and passthrough to try. */
 static void start_trial(gcmpi_coll_ctx *ctx, gcmpi_auto_model *m, gcmpi_auto_choice *c)
 {
     gcmpi_algo cand[GCMPI_ALGO_COUNT], rest[GCMPI_ALGO_COUNT];
@@ -423,10 +423,20 @@ static void start_trial(gcmpi_coll_ctx *ctx, gcmpi_auto_model *m, gcmpi_auto_cho
     c->trial[c->n_trial++] = c->model;
     int k = 0;
     for (int i = 0; i < n; i++)
-        if (cand[i] != c->model) rest[k++] = cand[i];
-    if (k) {
-        const gcmpi_algo second = gcmpi_cost_pick(&m->env, rest, k, m->inner, bytes, NULL);
-        if (second != GCMPI_ALGO_PASS) c->trial[c->n_trial++] = second;
+        if (cand[i] != c->model && cand[i] != GCMPI_ALGO_PASS) rest[k++] = cand[i];
+    /* The runners-up in the model's order, as many as leave room for
+     * passthrough: at 1 Gbit/s and 8 ranks the model put allgather first
+     * and rsag third, and rsag was 3x faster. */
+    const int room = GCMPI_AUTO_TRIALS - (c->model != GCMPI_ALGO_PASS);
+    while (c->n_trial < room && k > 0) {
+        double t;
+        const gcmpi_algo next = gcmpi_cost_pick(&m->env, rest, k, m->inner, bytes, &t);
+        if (!isfinite(t)) break; /* none of the rest can run */
+        c->trial[c->n_trial++] = next;
+        int j = 0;
+        for (int i = 0; i < k; i++)
+            if (rest[i] != next) rest[j++] = rest[i];
+        k = j;
     }
     if (c->model != GCMPI_ALGO_PASS) c->trial[c->n_trial++] = GCMPI_ALGO_PASS;
     c->settled = c->n_trial == 1;

@@ -977,7 +977,7 @@ static void test_auto_measures_once_and_results_agree(harness *h)
     use_node_size(h, 0);
 }
 
-/* auto's trial: per call size the model's pick, its runner-up and
+/* auto's trial: per call size the model's pick, its runners-up and
  * passthrough each run GCMPI_AUTO_TRIAL_CALLS calls in turn, then the fastest by
  * the slowest rank's median call is kept on every rank, even when the ranks
  * measured opposite things; a settled size runs its choice from then on. */
