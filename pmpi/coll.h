@@ -194,6 +194,9 @@ gcmpi_algo gcmpi_auto_pick(const gcmpi_config *cfg, const gcmpi_auto_model *mode
                            double *predicted);
 /* The algorithms auto chooses from for cfg on env; returns how many. */
 int gcmpi_auto_candidates(const gcmpi_config *cfg, const gcmpi_cost_env *env, gcmpi_algo *out);
+/* 1 while count's row is in its trial (auto only): its calls are timed
+ * from a barrier. */
+int gcmpi_auto_in_trial(gcmpi_coll_ctx *ctx, size_t count);
 /* Adds one call's measured seconds to the row of its count. */
 void gcmpi_auto_note(gcmpi_coll_ctx *ctx, size_t count, gcmpi_algo algo, double seconds);
 

@@ -500,6 +500,13 @@ gcmpi_algo gcmpi_coll_pick(gcmpi_coll_ctx *ctx, size_t count, int *rc)
     return *rc == MPI_SUCCESS ? c->algo : GCMPI_ALGO_PASS;
 }
 
+int gcmpi_auto_in_trial(gcmpi_coll_ctx *ctx, size_t count)
+{
+    if (ctx->cfg->algo != GCMPI_ALGO_AUTO || !ctx->cache || !ctx->cache->model) return 0;
+    const gcmpi_auto_choice *c = choice_row(ctx->cache->model, count, 0);
+    return c && !c->settled;
+}
+
 void gcmpi_auto_note(gcmpi_coll_ctx *ctx, size_t count, gcmpi_algo algo, double seconds)
 {
     if (ctx->cfg->algo != GCMPI_ALGO_AUTO || !ctx->cache || !ctx->cache->model) return;

@@ -159,6 +159,10 @@ int gcmpi_allreduce_compressed(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float
 
     int rc = MPI_SUCCESS;
     if (algo == GCMPI_ALGO_AUTO || algo == GCMPI_ALGO_RULE) algo = gcmpi_coll_pick(ctx, count, &rc);
+    /* A trial call starts together on every rank: else it is charged with
+     * the previous call's stragglers (after a passthrough call over a
+     * 1 Gbit/s link the next candidate took 2-3x its own time). */
+    if (rc == MPI_SUCCESS && gcmpi_auto_in_trial(ctx, count)) rc = PMPI_Barrier(ctx->comm);
     const double t0 = PMPI_Wtime();
     if (rc == MPI_SUCCESS && count && gcmpi_coll_supports(ctx->cfg->codec, algo) &&
         gcmpi_coll_momentum_floats(ctx->cfg, count))

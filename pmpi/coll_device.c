@@ -423,9 +423,11 @@ int gcmpi_device_allreduce_compressed(gcmpi_coll_ctx *ctx, gcmpi_algo algo, cons
     if (!ctx->stats) ctx->stats = &scratch_stats;
     memset(ctx->stats, 0, sizeof *ctx->stats);
     ctx->stats->bytes_offered = (uint64_t)count * sizeof(float);
-    const double t0 = PMPI_Wtime();
     int rc = MPI_SUCCESS;
-    if (gcmpi_coll_momentum_floats(ctx->cfg, count)) rc = agree_momentum(ctx, count, ef);
+    if (gcmpi_auto_in_trial(ctx, count)) rc = PMPI_Barrier(ctx->comm); /* as on the host */
+    const double t0 = PMPI_Wtime();
+    if (rc == MPI_SUCCESS && gcmpi_coll_momentum_floats(ctx->cfg, count))
+        rc = agree_momentum(ctx, count, ef);
     if (rc == MPI_SUCCESS)
         rc = ef && ef->momentum ? momentum_on_device(ctx, algo, in, out, count, ef)
                                 : run_kernels(ctx, algo, in, out, count, ef);
