@@ -42,7 +42,7 @@
  * passthrough at a third of its time. */
 #define BIG_TARGET_S 0.01
 #define BIG_FACTOR 16
-#define BIG_REPEATS 3
+#define BIG_REPEATS 3 /* runs of every large point: each costs more */
 
 /* The figures that are agreed, as one array of doubles: per communicator
  * (flat, between leaders) the three primitives at two sizes, at the large
@@ -120,8 +120,9 @@ static double time_prim(prim k, MPI_Comm comm, uint8_t *a, uint8_t *b, size_t by
 }
 
 /* hier's two phases inside the node through its shared window, as
- * hier_scatter runs them: the fastest of REPEATS. */
-static double time_node_window(gcmpi_nodes *n, uint8_t *a, uint8_t *b, size_t bytes)
+ * hier_scatter runs them: the fastest of `repeats`. */
+static double time_node_window(gcmpi_nodes *n, uint8_t *a, uint8_t *b, size_t bytes,
+                               int repeats)
 {
     const size_t count = bytes / sizeof(float);
     for (int i = 0; i < n->node_size; i++) {
@@ -129,7 +130,7 @@ static double time_node_window(gcmpi_nodes *n, uint8_t *a, uint8_t *b, size_t by
         n->displs[i] = (int)gcmpi_chunk_start(count, n->node_size, i);
     }
     double best = INFINITY;
-    for (int i = 0; i < REPEATS; i++) {
+    for (int i = 0; i < repeats; i++) {
         PMPI_Barrier(n->node);
         const double t0 = PMPI_Wtime();
         int worst = MPI_SUCCESS;
@@ -152,11 +153,11 @@ static void measure_comm(MPI_Comm comm, double *f, uint8_t *a, uint8_t *b, size_
     int p;
     PMPI_Comm_size(comm, &p);
     f[0] = time_prim(PRIM_ALLREDUCE, comm, a, b, SMALL_BYTES);
-    f[1] = time_prim(PRIM_ALLREDUCE, comm, a, b, LARGE_BYTES);
+    f[1] = time_prim_n(PRIM_ALLREDUCE, comm, a, b, LARGE_BYTES, BIG_REPEATS);
     f[2] = time_prim(PRIM_ALLGATHER, comm, a, b, SMALL_BYTES / (size_t)p);
-    f[3] = time_prim(PRIM_ALLGATHER, comm, a, b, LARGE_GATHER_BYTES);
+    f[3] = time_prim_n(PRIM_ALLGATHER, comm, a, b, LARGE_GATHER_BYTES, BIG_REPEATS);
     f[4] = time_prim(PRIM_ALLTOALL, comm, a, b, SMALL_BYTES);
-    f[5] = time_prim(PRIM_ALLTOALL, comm, a, b, LARGE_BYTES);
+    f[5] = time_prim_n(PRIM_ALLTOALL, comm, a, b, LARGE_BYTES, BIG_REPEATS);
     double slowest = 0.0;
     if (PMPI_Allreduce(&f[1], &slowest, 1, MPI_DOUBLE, MPI_MAX, comm) != MPI_SUCCESS) return;
     size_t factor = slowest > 0 ? (size_t)(BIG_TARGET_S / slowest) : 0;
@@ -253,18 +254,24 @@ static int measure(gcmpi_coll_ctx *ctx, gcmpi_nodes *nodes, double *f)
         measure_comm(ctx->comm, &f[F_AR1], a, b, big);
         if (nodes->leaders != MPI_COMM_NULL && nodes->n_nodes > 1)
             measure_comm(nodes->leaders, &f[B_AR1], a, b, big);
-        if (nodes->node_size > 1) {
+        if (nodes->node_size > 1 && !gcmpi_hier_scatter_style(cfg, nodes, 1) &&
+            !gcmpi_hier_one_node_window(cfg, nodes, 1)) {
+            /* Only hier's leader style reduces and broadcasts. */
             f[N_RB1] = time_prim(PRIM_REDUCE_BCAST, nodes->node, a, b, SMALL_BYTES);
-            f[N_RB2] = time_prim(PRIM_REDUCE_BCAST, nodes->node, a, b, NODE_LARGE_BYTES);
+            f[N_RB2] = time_prim_n(PRIM_REDUCE_BCAST, nodes->node, a, b, NODE_LARGE_BYTES,
+                                   BIG_REPEATS);
+        }
+        if (nodes->node_size > 1) {
             /* hier's reduce-scatter style costs what its two phases inside
              * the node cost: an allreduce's worth through MPI, or the
              * shared window's (several times less) where hier uses it. */
             if (nodes->shm_possible && cfg->node_shm) {
-                f[N_AR1] = time_node_window(nodes, a, b, SMALL_BYTES);
-                f[N_AR2] = time_node_window(nodes, a, b, NODE_LARGE_BYTES);
+                f[N_AR1] = time_node_window(nodes, a, b, SMALL_BYTES, REPEATS);
+                f[N_AR2] = time_node_window(nodes, a, b, NODE_LARGE_BYTES, BIG_REPEATS);
             } else {
                 f[N_AR1] = time_prim(PRIM_ALLREDUCE, nodes->node, a, b, SMALL_BYTES);
-                f[N_AR2] = time_prim(PRIM_ALLREDUCE, nodes->node, a, b, NODE_LARGE_BYTES);
+                f[N_AR2] = time_prim_n(PRIM_ALLREDUCE, nodes->node, a, b, NODE_LARGE_BYTES,
+                                       BIG_REPEATS);
             }
         }
         measure_codec(ctx, f, (float *)a, (float *)b, residual, pay, codec_cap);
