@@ -137,9 +137,9 @@ gcmpi_prims gcmpi_prims_alpha_beta(int p, int q, double alpha, double beta)
     const double l = log2_ceil(p);
     const double pm = p > 1 ? (double)(p - 1) : 0.0;
     gcmpi_prims pr = {
-        .allreduce = {2 * l * alpha, 2 * pm / (p * beta)},
-        .allgather = {l * alpha, pm / beta},
-        .alltoall = {pm * alpha, (q > 1 ? q : 1) * pm / (p * beta)},
+        .allreduce = {.a = 2 * l * alpha, .b = 2 * pm / (p * beta)},
+        .allgather = {.a = l * alpha, .b = pm / beta},
+        .alltoall = {.a = pm * alpha, .b = (q > 1 ? q : 1) * pm / (p * beta)},
     };
     return pr;
 }
