@@ -288,6 +288,22 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The primitives' lines from one communicator's block of agreed figures
+ * (flat or between; gs: the small allgather block on it). */
+static gcmpi_prims prims_fit(const double *f, double gs)
+{
+    const double s = (double)SMALL_BYTES, l = (double)LARGE_BYTES;
+    const double gl = (double)LARGE_GATHER_BYTES;
+#define AT(fig) f[(fig) - F_AR1]
+    gcmpi_prims pr = {
+        .allreduce = gcmpi_lin_fit3(s, AT(F_AR1), l, AT(F_AR2), AT(F_X), AT(F_AR3)),
+        .allgather = gcmpi_lin_fit3(gs, AT(F_AG1), gl, AT(F_AG2), AT(F_XG), AT(F_AG3)),
+        .alltoall = gcmpi_lin_fit3(s, AT(F_A2A1), l, AT(F_A2A2), AT(F_X), AT(F_A2A3)),
+    };
+#undef AT
+    return pr;
+}
+
 int gcmpi_auto_agree(gcmpi_coll_ctx *ctx, const gcmpi_nodes *nodes, const double *local,
                      gcmpi_auto_model *m)
 {
@@ -316,24 +332,14 @@ int gcmpi_auto_agree(gcmpi_coll_ctx *ctx, const gcmpi_nodes *nodes, const double
     if (rc != MPI_SUCCESS) return rc;
 
     const int nn = nodes->n_nodes;
-    const double s = (double)SMALL_BYTES, l = (double)LARGE_BYTES;
-    const double gs = (double)(SMALL_BYTES / (size_t)p), gl = (double)LARGE_GATHER_BYTES;
+    const double s = (double)SMALL_BYTES;
+    const double gs = (double)(SMALL_BYTES / (size_t)p);
     const double bgs = (double)(SMALL_BYTES / (size_t)(nn > 0 ? nn : 1));
     gcmpi_cost_env *e = &m->env;
     e->p = p;
     e->n_nodes = nn;
-    e->flat.allreduce = gcmpi_lin_fit3(s, agreed[F_AR1], l, agreed[F_AR2], agreed[F_X],
-                                       agreed[F_AR3]);
-    e->flat.allgather = gcmpi_lin_fit3(gs, agreed[F_AG1], gl, agreed[F_AG2], agreed[F_XG],
-                                       agreed[F_AG3]);
-    e->flat.alltoall = gcmpi_lin_fit3(s, agreed[F_A2A1], l, agreed[F_A2A2], agreed[F_X],
-                                      agreed[F_A2A3]);
-    e->between.allreduce = gcmpi_lin_fit3(s, agreed[B_AR1], l, agreed[B_AR2], agreed[B_X],
-                                          agreed[B_AR3]);
-    e->between.allgather = gcmpi_lin_fit3(bgs, agreed[B_AG1], gl, agreed[B_AG2], agreed[B_XG],
-                                          agreed[B_AG3]);
-    e->between.alltoall = gcmpi_lin_fit3(s, agreed[B_A2A1], l, agreed[B_A2A2], agreed[B_X],
-                                         agreed[B_A2A3]);
+    e->flat = prims_fit(&agreed[F_AR1], gs);
+    e->between = prims_fit(&agreed[B_AR1], bgs);
     const double nl = (double)NODE_LARGE_BYTES;
     e->reduce_bcast = gcmpi_lin_fit(s, agreed[N_RB1], nl, agreed[N_RB2]);
     e->node_allreduce = gcmpi_lin_fit(s, agreed[N_AR1], nl, agreed[N_AR2]);
