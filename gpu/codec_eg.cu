@@ -146,25 +146,6 @@ __device__ static inline void eg_put_shared(unsigned *w, uint64_t at, uint64_t v
     if (sh + nb > 64u) atomicOr(&w[q + 2], (unsigned)(v >> (64u - sh)));
 }
 
-/* Inclusive prefix sum of x over the block's threads through buf
- * (blockDim.x entries of shared memory); every thread must call it, and
- * buf[blockDim.x - 1] holds the block's total until buf is reused. */
-__device__ static uint64_t eg_block_sum(uint64_t x, uint64_t *buf)
-{
-    const unsigned t = threadIdx.x;
-    buf[t] = x;
-    __syncthreads();
-    for (unsigned d = 1; d < blockDim.x; d <<= 1) {
-        const uint64_t y = t >= d ? buf[t - d] : 0;
-        __syncthreads();
-        buf[t] += y;
-        __syncthreads();
-    }
-    const uint64_t r = buf[t];
-    __syncthreads();
-    return r;
-}
-
 /* The stream bits of elements [lo, lo + EG_ITEMS) (clipped to n): each
  * code, and the 5-bit order in front of each bucket's first element.
  * With w, also ORs them into the shared words w from bit at. One
@@ -200,7 +181,8 @@ __global__ void k_eg_bits_sync(const uint32_t *z, size_t n, size_t bucket, const
     __shared__ uint64_t buf[EG_THREADS];
     for (size_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
         const size_t lo = tile * EG_TILE + (size_t)threadIdx.x * EG_ITEMS;
-        const uint64_t sum = eg_block_sum(eg_thread_bits(z, n, bucket, order, lo, NULL, 0), buf);
+        const uint64_t bits = eg_thread_bits(z, n, bucket, order, lo, NULL, 0);
+        const uint64_t sum = gpu_block_inclusive_sum(bits, buf);
         if (threadIdx.x == blockDim.x - 1) seg[tile] = sum;
     }
 }
@@ -218,7 +200,7 @@ __global__ void k_eg_write_sync(const uint32_t *z, size_t n, size_t bucket, cons
     for (size_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
         const size_t lo = tile * EG_TILE + (size_t)threadIdx.x * EG_ITEMS;
         const uint64_t mine = eg_thread_bits(z, n, bucket, order, lo, NULL, 0);
-        const uint64_t before = eg_block_sum(mine, buf) - mine;
+        const uint64_t before = gpu_block_inclusive_sum(mine, buf) - mine;
         const uint64_t start = seg[tile], base = start & 63u, total = buf[blockDim.x - 1];
         const size_t nw64 = (size_t)((base + total + 63) / 64);
         for (size_t q = threadIdx.x; q < 2 * nw64; q += blockDim.x) w[q] = 0;

@@ -15,6 +15,7 @@
  *     SEL_TILE elements a block-wide scan of the threads' counts (above
  *     and at the threshold), the tiles chained by a decoupled look-back.
  * The host waits only where a caller asks for the count (dgc). */
+#include "gpu_scan.cuh"
 #include "gpu_select.cuh"
 
 #define SEL_BINS 2048u        /* GC_SPARSE_HIST_BINS: the widest digit */
@@ -32,24 +33,6 @@ static inline unsigned hist_blocks(size_t n)
 {
     unsigned b = blocks_for(n, SEL_THREADS);
     return b < SEL_MAX_BLOCKS ? b : SEL_MAX_BLOCKS;
-}
-
-/* Inclusive prefix sum of x over the block's threads, through buf
- * (blockDim.x entries of shared memory); every thread must call it. */
-__device__ static uint64_t block_inclusive_sum(uint64_t x, uint64_t *buf)
-{
-    const unsigned t = threadIdx.x;
-    buf[t] = x;
-    __syncthreads();
-    for (unsigned d = 1; d < blockDim.x; d <<= 1) {
-        const uint64_t y = t >= d ? buf[t - d] : 0;
-        __syncthreads();
-        buf[t] += y;
-        __syncthreads();
-    }
-    const uint64_t r = buf[t];
-    __syncthreads();  /* buf may be reused at once */
-    return r;
 }
 
 __global__ void k_sel_init(gpu_sel *sel, uint32_t k)
@@ -104,7 +87,7 @@ __global__ void k_sel_pick_sync(const uint32_t *hist, unsigned level, gpu_sel *s
     const unsigned hi = threadIdx.x * per;  /* this thread: bins - 1 - hi down */
     uint64_t mine = 0;
     for (unsigned j = 0; j < per && hi + j < bins; j++) mine += hist[bins - 1 - hi - j];
-    uint64_t above = block_inclusive_sum(mine, buf) - mine;  /* all read sel before this */
+    uint64_t above = gpu_block_inclusive_sum(mine, buf) - mine;  /* all read sel before this */
     for (unsigned j = 0; j < per && hi + j < bins; j++) {
         const unsigned b = bins - 1 - hi - j;
         const uint32_t h = hist[b];
@@ -216,7 +199,7 @@ __global__ void k_sel_compact_sync(const float *v, size_t n, const gpu_sel *sel,
         if (tile >= ntiles) break;  /* the same for every thread of the block */
         const size_t lo = (size_t)tile * SEL_TILE + (size_t)threadIdx.x * SEL_ITEMS;
         const uint64_t mine = thread_counts(v, n, lo, t);
-        const uint64_t upto = block_inclusive_sum(mine, buf);
+        const uint64_t upto = gpu_block_inclusive_sum(mine, buf);
         if (threadIdx.x == blockDim.x - 1) {
             tile_before = chain_prefix(chain, tile, upto);
             if (tile == ntiles - 1) *total = tile_before + upto;
