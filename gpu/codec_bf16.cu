@@ -6,9 +6,9 @@
 static size_t bf16_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float *r, size_t n,
                           const gc_params *p, uint64_t seed, uint8_t *body, size_t cap)
 {
-    (void)s; (void)p; (void)seed;
+    (void)p; (void)seed;
     if (cap < 2 * n) return GC_ERR(DST_TOO_SMALL);
-    if (n) gpu_half_encode(ctx, g, r, n, (uint16_t *)body, 1);
+    if (n) gpu_half_encode(ctx, s, g, r, n, (uint16_t *)body, 1);
     return 2 * n;
 }
 

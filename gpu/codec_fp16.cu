@@ -17,13 +17,18 @@ __device__ static inline float half_value(uint16_t q, int bf16)
     return bf16 ? float_from_bf16(q) : float_from_half(q);
 }
 
-__global__ void k_half_encode(const float *g, float *r, size_t n, uint16_t *out, int bf16)
+/* check: as tile_load's (gpu_bucket.cuh), with no residual only. */
+__global__ void k_half_encode(const float *g, float *r, size_t n, uint16_t *out, int bf16,
+                              unsigned *check)
 {
+    bool bad = false;
     GRID_STRIDE(i, n) {
+        if (check) bad |= bits_nonfinite(fbits(g[i]));
         float v = r ? gx_add(g[i], r[i]) : g[i], res;
         out[i] = half_code(v, bf16, &res);
         if (r) r[i] = res;
     }
+    if (bad) *check = 1u;
 }
 
 /* Four codes as one 8-byte store. */
@@ -31,10 +36,15 @@ struct alignas(8) half4 { uint16_t h[4]; };
 
 /* Four elements per thread: g and r (16-byte aligned) in 16-byte loads,
  * out (8-byte aligned) in 8-byte stores; nq = n / 4 quads. */
-__global__ void k_half_encode4(const float *g, float *r, size_t nq, uint16_t *out, int bf16)
+__global__ void k_half_encode4(const float *g, float *r, size_t nq, uint16_t *out, int bf16,
+                               unsigned *check)
 {
+    bool bad = false;
     GRID_STRIDE(q, nq) {
         vec4f v = ((const vec4f *)g)[q], res;
+        if (check)
+            bad |= bits_nonfinite(fbits(v.x)) | bits_nonfinite(fbits(v.y))
+                   | bits_nonfinite(fbits(v.z)) | bits_nonfinite(fbits(v.w));
         if (r) v = vec4_add(v, ((const vec4f *)r)[q]);
         half4 h;
         h.h[0] = half_code(v.x, bf16, &res.x);
@@ -44,6 +54,7 @@ __global__ void k_half_encode4(const float *g, float *r, size_t nq, uint16_t *ou
         ((half4 *)out)[q] = h;
         if (r) ((vec4f *)r)[q] = res;
     }
+    if (bad) *check = 1u;
 }
 
 __global__ void k_half_decode(const uint16_t *in, float *acc, size_t n, int bf16)
@@ -67,17 +78,18 @@ __global__ void k_half_decode4(const uint16_t *in, float *acc, size_t nq, int bf
 
 static int aligned(const void *p, uintptr_t to) { return ((uintptr_t)p & (to - 1)) == 0; }
 
-void gpu_half_encode(gcmpi_gpu_ctx *ctx, const float *g, float *r, size_t n, uint16_t *out,
-                     int bf16)
+void gpu_half_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float *r, size_t n,
+                     uint16_t *out, int bf16)
 {
+    unsigned *check = encode_check(s, r);
     size_t done = 0;
     if (n >= 4 && aligned(g, 16) && aligned(r, 16) && aligned(out, 8)) {
         const size_t nq = n / 4;
-        k_half_encode4<<<blocks_for(nq, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(g, r, nq, out, bf16);
+        k_half_encode4<<<blocks_for(nq, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(g, r, nq, out, bf16, check);
         done = 4 * nq;
     }
     if (done < n)
-        k_half_encode<<<blocks_for(n - done, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(g + done, r ? r + done : NULL, n - done, out + done, bf16);
+        k_half_encode<<<blocks_for(n - done, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(g + done, r ? r + done : NULL, n - done, out + done, bf16, check);
 }
 
 void gpu_half_decode_add(gcmpi_gpu_ctx *ctx, const uint16_t *in, float *acc, size_t n, int bf16)
@@ -95,9 +107,9 @@ void gpu_half_decode_add(gcmpi_gpu_ctx *ctx, const uint16_t *in, float *acc, siz
 static size_t fp16_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float *r, size_t n,
                           const gc_params *p, uint64_t seed, uint8_t *body, size_t cap)
 {
-    (void)s; (void)p; (void)seed;
+    (void)p; (void)seed;
     if (cap < 2 * n) return GC_ERR(DST_TOO_SMALL);
-    if (n) gpu_half_encode(ctx, g, r, n, (uint16_t *)body, 0);
+    if (n) gpu_half_encode(ctx, s, g, r, n, (uint16_t *)body, 0);
     return 2 * n;
 }
 

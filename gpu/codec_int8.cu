@@ -43,7 +43,7 @@ __global__ void k_int8_quant(const float *g, float *r, size_t n, size_t bucket,
  * max |v| per bucket from shared memory (order free), the scale into the
  * body, then codes and residuals. */
 __global__ void k_int8_tiles_sync(const float *g, float *r, size_t n, size_t bucket, size_t nb,
-                                  size_t bpt, uint8_t *body)
+                                  size_t bpt, uint8_t *body, unsigned *check)
 {
     TILE_SHARED_V(sv);
     __shared__ uint32_t part[TILE_THREADS];
@@ -54,7 +54,7 @@ __global__ void k_int8_tiles_sync(const float *g, float *r, size_t n, size_t buc
     if (blockIdx.x == 0 && threadIdx.x == 0) st_u32(body, (uint32_t)bucket);
     for (size_t t = blockIdx.x; t * bpt < nb; t += gridDim.x) {
         const tile tl = tile_at(n, bucket, nb, bpt, t);
-        tile_load(g, r, &tl, sv);
+        tile_load(g, r, &tl, sv, check);
         for (size_t base = 0; base < tl.nbt; base += TILE_GROUPS) {
             const size_t lb = base + grp;
             uint32_t m = 0;
@@ -141,7 +141,7 @@ static size_t int8_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float 
     }
     if (tile_fits(bucket)) {
         const size_t bpt = tile_buckets(bucket);
-        k_int8_tiles_sync<<<tile_grid(nb, bpt), TILE_THREADS, 0, st>>>(g, r, n, bucket, nb, bpt, body);
+        k_int8_tiles_sync<<<tile_grid(nb, bpt), TILE_THREADS, 0, st>>>(g, r, n, bucket, nb, bpt, body, encode_check(s, r));
         return size;
     }
     float *inv = (float *)scratch_get(ctx, s, 4 * nb);

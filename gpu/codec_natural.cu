@@ -92,7 +92,7 @@ __global__ void k_natural_codes(const float *g, float *r, size_t n, size_t bucke
  * max |v| and min nonzero |v| per bucket from shared memory (order free),
  * E into the body, then codes and residuals. */
 __global__ void k_natural_tiles_sync(const float *g, float *r, size_t n, size_t bucket, size_t nb,
-                                     size_t bpt, uint32_t key, uint8_t *body)
+                                     size_t bpt, uint32_t key, uint8_t *body, unsigned *check)
 {
     TILE_SHARED_V(sv);
     __shared__ uint32_t part_hi[TILE_THREADS], part_lo[TILE_THREADS];
@@ -102,7 +102,7 @@ __global__ void k_natural_tiles_sync(const float *g, float *r, size_t n, size_t 
     if (blockIdx.x == 0 && threadIdx.x == 0) st_u32(body, (uint32_t)bucket);
     for (size_t t = blockIdx.x; t * bpt < nb; t += gridDim.x) {
         const tile tl = tile_at(n, bucket, nb, bpt, t);
-        tile_load(g, r, &tl, sv);
+        tile_load(g, r, &tl, sv, check);
         for (size_t base = 0; base < tl.nbt; base += TILE_GROUPS) {
             const size_t lb = base + grp;
             uint32_t hi = 0, lo_minus_1 = 0xFFFFFFFFu;
@@ -154,7 +154,7 @@ static size_t natural_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, flo
     }
     if (tile_fits(bucket)) {
         const size_t bpt = tile_buckets(bucket);
-        k_natural_tiles_sync<<<tile_grid(nb, bpt), TILE_THREADS, 0, ctx->stream>>>(g, r, n, bucket, nb, bpt, key32(seed), body);
+        k_natural_tiles_sync<<<tile_grid(nb, bpt), TILE_THREADS, 0, ctx->stream>>>(g, r, n, bucket, nb, bpt, key32(seed), body, encode_check(s, r));
         return size;
     }
     gpu_bucket_field(ctx, body, bucket);

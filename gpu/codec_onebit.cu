@@ -38,7 +38,7 @@ __global__ void k_onebit_means(size_t n, size_t bucket, size_t nb, gpu_sums nonn
  * memory, the means into the body, then the plane bytes (one thread per
  * byte, as k_bits_encode) and residuals v - mean. */
 __global__ void k_onebit_tiles_sync(const float *g, float *r, size_t n, size_t bucket, size_t nb,
-                                    size_t bpt, uint8_t *body)
+                                    size_t bpt, uint8_t *body, unsigned *check)
 {
     TILE_SHARED_V(sv);
     __shared__ float part_pos[TILE_THREADS], part_neg[TILE_THREADS];
@@ -50,7 +50,7 @@ __global__ void k_onebit_tiles_sync(const float *g, float *r, size_t n, size_t b
     if (blockIdx.x == 0 && threadIdx.x == 0) st_u32(body, (uint32_t)bucket);
     for (size_t t = blockIdx.x; t * bpt < nb; t += gridDim.x) {
         const tile tl = tile_at(n, bucket, nb, bpt, t);
-        tile_load(g, r, &tl, sv);
+        tile_load(g, r, &tl, sv, check);
         for (size_t base = 0; base < tl.nbt; base += TILE_GROUPS) {
             const size_t lb = base + grp;
             float pos = 0.0f, neg = 0.0f;
@@ -120,7 +120,7 @@ static size_t onebit_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, floa
     }
     if (tile_fits(bucket)) {
         const size_t bpt = tile_buckets(bucket);
-        k_onebit_tiles_sync<<<tile_grid(nb, bpt), TILE_THREADS, 0, ctx->stream>>>(g, r, n, bucket, nb, bpt, body);
+        k_onebit_tiles_sync<<<tile_grid(nb, bpt), TILE_THREADS, 0, ctx->stream>>>(g, r, n, bucket, nb, bpt, body, encode_check(s, r));
         return size;
     }
     gpu_sums nonneg, neg;

@@ -130,13 +130,13 @@ static size_t qsgd_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float 
     if (tile_fits(bucket)) {
         if (coding == QSGD_FIXED) {
             gpu_signmag_encode_tiles(ctx, g, r, n, bucket, bits, levels, key, STAT_NORM, NULL,
-                                     body + QSGD_FIELDS, body + head, NULL);
+                                     body + QSGD_FIELDS, body + head, NULL, encode_check(s, r));
             return bound;
         }
         uint8_t *codes = (uint8_t *)scratch_get(ctx, s, n);
         if (!codes) return GC_ERR(ALLOC);
         gpu_signmag_encode_tiles(ctx, g, r, n, bucket, bits, levels, key, STAT_NORM, NULL,
-                                 body + QSGD_FIELDS, NULL, codes);
+                                 body + QSGD_FIELDS, NULL, codes, encode_check(s, r));
         size_t e = elias_write(ctx, s, codes, n, bits, body + head, cap - head);
         return gc_is_error(e) ? e : head + e;
     }

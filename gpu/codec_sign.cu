@@ -67,7 +67,7 @@ __global__ void k_sign_bits(const float *g, float *r, size_t n, size_t bucket, s
  * lane sums of |v| per bucket from shared memory, the mean into the body,
  * then the plane bytes (one thread per byte) and residuals. */
 __global__ void k_sign_tiles_sync(const float *g, float *r, size_t n, size_t bucket, size_t nb,
-                                  size_t bpt, uint8_t *body)
+                                  size_t bpt, uint8_t *body, unsigned *check)
 {
     TILE_SHARED_V(sv);
     __shared__ float part[TILE_THREADS];
@@ -78,7 +78,7 @@ __global__ void k_sign_tiles_sync(const float *g, float *r, size_t n, size_t buc
     if (blockIdx.x == 0 && threadIdx.x == 0) st_u32(body, (uint32_t)bucket);
     for (size_t t = blockIdx.x; t * bpt < nb; t += gridDim.x) {
         const tile tl = tile_at(n, bucket, nb, bpt, t);
-        tile_load(g, r, &tl, sv);
+        tile_load(g, r, &tl, sv, check);
         for (size_t base = 0; base < tl.nbt; base += TILE_GROUPS) {
             const size_t lb = base + grp;
             float sum = 0.0f;
@@ -154,7 +154,7 @@ static size_t sign_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float 
     }
     if (tile_fits(bucket)) {
         const size_t bpt = tile_buckets(bucket);
-        k_sign_tiles_sync<<<tile_grid(nb, bpt), TILE_THREADS, 0, st>>>(g, r, n, bucket, nb, bpt, body);
+        k_sign_tiles_sync<<<tile_grid(nb, bpt), TILE_THREADS, 0, st>>>(g, r, n, bucket, nb, bpt, body, encode_check(s, r));
         return size;
     }
     gpu_sums sums;

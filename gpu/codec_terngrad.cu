@@ -43,7 +43,7 @@ static size_t terngrad_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, fl
     }
     if (tile_fits(bucket)) {
         gpu_signmag_encode_tiles(ctx, g, r, n, bucket, TERN_BITS, 1.0f, key32(seed), STAT_ABSMAX,
-                                 body, body + BUCKET_FIELD, body + BUCKET_FIELD + 4 * nb, NULL);
+                                 body, body + BUCKET_FIELD, body + BUCKET_FIELD + 4 * nb, NULL, encode_check(s, r));
         return size;
     }
     uint32_t *amax = (uint32_t *)scratch_get(ctx, s, 4 * nb);

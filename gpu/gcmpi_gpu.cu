@@ -42,7 +42,9 @@ extern "C" int gcmpi_gpu_supports(const gc_codec *c)
     return c && gpu_codec_for(gc_codec_id(c)) != NULL;
 }
 
-/* One page-locked block: the non-finite word, then the header (at 16). */
+/* One page-locked block: the non-finite word, then the header (at 16).
+ * Mapped, so kernels set the word where the host reads it after its wait:
+ * no clearing and no copy queued per encode. */
 #define HOST_WORDS_BYTES (16 + GC_HEADER_SIZE)
 
 extern "C" gcmpi_gpu_ctx *gcmpi_gpu_create(void)
@@ -67,10 +69,9 @@ extern "C" gcmpi_gpu_ctx *gcmpi_gpu_create(void)
     }
     if (cudaMemPoolSetAttribute(ctx->pool, cudaMemPoolAttrReleaseThreshold, &keep) != cudaSuccess
         || cudaMallocAsync((void **)&ctx->flag, sizeof *ctx->flag, ctx->pool, ctx->stream) != cudaSuccess
-        || cudaMallocAsync((void **)&ctx->nonfinite, sizeof *ctx->nonfinite, ctx->pool, ctx->stream)
+        || cudaHostAlloc((void **)&ctx->host_word, HOST_WORDS_BYTES, cudaHostAllocMapped)
                != cudaSuccess
-        || cudaHostAlloc((void **)&ctx->host_word, HOST_WORDS_BYTES, cudaHostAllocDefault)
-               != cudaSuccess
+        || cudaHostGetDevicePointer((void **)&ctx->host_word_dev, ctx->host_word, 0) != cudaSuccess
         || cudaStreamSynchronize(ctx->stream) != cudaSuccess)
         goto fail;
     ctx->host_hdr = (uint8_t *)ctx->host_word + 16;
@@ -86,7 +87,6 @@ extern "C" void gcmpi_gpu_destroy(gcmpi_gpu_ctx *ctx)
     if (!ctx) return;
     if (ctx->stream) {
         if (ctx->flag) (void)cudaFreeAsync(ctx->flag, ctx->stream);
-        if (ctx->nonfinite) (void)cudaFreeAsync(ctx->nonfinite, ctx->stream);
         (void)cudaStreamSynchronize(ctx->stream);
         (void)cudaStreamDestroy(ctx->stream);
     }
@@ -181,37 +181,35 @@ size_t gpu_host_decode_add(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, 
 /* 16 bytes of g read as one load where g is 16-byte aligned. */
 struct alignas(16) u32x4 { uint32_t a, b, c, d; };
 
-/* *flag = 1 when g[0..n) holds inf or NaN (exponent bits all ones); the
- * first n / 4 * 4 elements as 16-byte loads when vec. */
+/* *flag = 1 when g[0..n) holds inf or NaN; the first n / 4 * 4 elements
+ * as 16-byte loads when vec. */
 __global__ void k_any_nonfinite(const float *g, size_t n, int vec, unsigned *flag)
 {
-    const uint32_t E = 0x7F800000u;
     const size_t nv = vec ? n / 4 : 0;
     const u32x4 *v = (const u32x4 *)g;
     unsigned bad = 0;
     GRID_STRIDE(i, nv) {
         const u32x4 x = v[i];
-        bad |= ((x.a & E) == E) | ((x.b & E) == E) | ((x.c & E) == E) | ((x.d & E) == E);
+        bad |= bits_nonfinite(x.a) | bits_nonfinite(x.b) | bits_nonfinite(x.c) | bits_nonfinite(x.d);
     }
-    GRID_STRIDE(i, n - 4 * nv) bad |= (fbits(g[4 * nv + i]) & E) == E;
+    GRID_STRIDE(i, n - 4 * nv) bad |= bits_nonfinite(fbits(g[4 * nv + i]));
     if (bad) *flag = 1u;
 }
 
-/* Queue the check of g (device) into ctx->nonfinite and its copy into
- * ctx->host_word; valid once the stream is synchronised. 0 or an error. */
+/* Clear the non-finite word; only while nothing queued may set it. */
+static void nonfinite_reset(gcmpi_gpu_ctx *ctx) { *(volatile unsigned *)ctx->host_word = 0; }
+
+/* Whether the word was set; valid once the stream is synchronised. */
+static int nonfinite_seen(const gcmpi_gpu_ctx *ctx) { return *(volatile unsigned *)ctx->host_word != 0; }
+
+/* Queue the check of g (device) into the word. 0 or an error. */
 static size_t nonfinite_queue(gcmpi_gpu_ctx *ctx, const float *g, size_t n)
 {
-    *ctx->host_word = 0;
     if (n == 0) return 0;
     const int vec = ((uintptr_t)g & 15u) == 0;
     const unsigned blocks = blocks_for(vec ? (n + 3) / 4 : n, GPU_THREADS);
-    if (cudaMemsetAsync(ctx->nonfinite, 0, sizeof *ctx->nonfinite, ctx->stream) == cudaSuccess) {
-        k_any_nonfinite<<<blocks, GPU_THREADS, 0, ctx->stream>>>(g, n, vec, ctx->nonfinite);
-        if (cudaMemcpyAsync(ctx->host_word, ctx->nonfinite, sizeof *ctx->host_word,
-                            cudaMemcpyDeviceToHost, ctx->stream) == cudaSuccess)
-            return 0;
-    }
-    (void)cudaGetLastError();
+    k_any_nonfinite<<<blocks, GPU_THREADS, 0, ctx->stream>>>(g, n, vec, ctx->host_word_dev);
+    if (cudaGetLastError() == cudaSuccess) return 0;
     return GC_ERR(GENERIC);
 }
 
@@ -266,10 +264,12 @@ static void queue_copy(gcmpi_gpu_ctx *ctx, void *dst, const void *src, size_t by
 }
 
 /* Steady path (finite input, device dst, no CRC): the non-finite check and
- * the codec's kernels queued back to back (with a residual the check is
- * waited for first: the residual must never take inf or NaN), the body
- * written in place, the header copied in, one wait at the end; the check's
- * result is read then, and a flagged input is encoded again on the host. */
+ * the codec's kernels queued back to back, the check folded into the
+ * codec's own read of g where it offers (scratch.check; with a residual
+ * the check is a pass waited for first: the residual must never take inf
+ * or NaN), the body written in place, the header copied in, one wait at
+ * the end; the check's result is read then, and a flagged input is
+ * encoded again on the host. */
 extern "C" size_t gcmpi_gpu_encode(gcmpi_gpu_ctx *ctx, const gc_codec *c, const float *g,
                                    float *residual, size_t n, const gc_params *p,
                                    uint64_t seed, void *dst, size_t cap)
@@ -290,16 +290,21 @@ extern "C" size_t gcmpi_gpu_encode(gcmpi_gpu_ctx *ctx, const gc_codec *c, const 
     const int crc_on = (p->flags & GC_PF_CRC) != 0;
     const int check_first = residual != NULL || !gpu_codec_encodes_any_input(id, p);
 
-    size_t r = nonfinite_queue(ctx, g, n);
-    if (!gc_is_error(r) && check_first) {
-        r = sync_status(ctx);
-        if (!gc_is_error(r) && *ctx->host_word)
+    /* Every kernel that may set the word is waited for by the end of the
+     * previous call, so it is cleared here for this one. */
+    nonfinite_reset(ctx);
+    size_t r = 0;
+    if (check_first) {
+        r = nonfinite_queue(ctx, g, n);
+        if (!gc_is_error(r)) r = sync_status(ctx);
+        if (!gc_is_error(r) && nonfinite_seen(ctx))
             return encode_nonfinite_on_host(ctx, c, g, n, p, seed, dst, cap, dst_dev);
     }
     if (gc_is_error(r)) return r;
 
     scratch s;
     memset(&s, 0, sizeof s);
+    if (!check_first) s.check = ctx->host_word_dev;
     uint8_t *in_place = (uint8_t *)dst + GC_HEADER_SIZE;
     const int direct = dst_dev && ((uintptr_t)in_place & 15u) == 0;
     uint8_t *body_dev = direct ? in_place : (uint8_t *)scratch_get(ctx, &s, bound - GC_HEADER_SIZE);
@@ -311,7 +316,8 @@ extern "C" size_t gcmpi_gpu_encode(gcmpi_gpu_ctx *ctx, const gc_codec *c, const 
     r = gc->encode(ctx, &s, g, residual, n, p, seed, body_dev, bound - GC_HEADER_SIZE);
     if (gc_is_error(r)) goto out;
     body = r;
-    r = 0;
+    r = check_first || s.checked ? 0 : nonfinite_queue(ctx, g, n);
+    if (gc_is_error(r)) goto out;
     if (!dst_dev) host_body = in_place;
     else if (crc_on && !(host_body = (uint8_t *)malloc(body ? body : 1))) r = GC_ERR(ALLOC);
     if (host_body) queue_copy(ctx, host_body, body_dev, body, cudaMemcpyDeviceToHost, &r);
@@ -325,7 +331,7 @@ extern "C" size_t gcmpi_gpu_encode(gcmpi_gpu_ctx *ctx, const gc_codec *c, const 
     scratch_release(ctx, &s);  /* stream-ordered: after the copies above */
     r = sync_status(ctx);
     synced = 1;
-    if (gc_is_error(r) || *ctx->host_word) goto out;
+    if (gc_is_error(r) || nonfinite_seen(ctx)) goto out;
     if (crc_on || !dst_dev) {
         const uint32_t crc = crc_on ? gc_crc32c(0, host_body, body) : 0;
         write_header(hdr, id, crc_on ? GC_HF_CRC : 0, n, GC_HEADER_SIZE + body, crc);
@@ -340,7 +346,7 @@ out:
     if (dst_dev) free(host_body);
     scratch_release(ctx, &s);
     const size_t done = synced ? 0 : sync_status(ctx);
-    if (!gc_is_error(done) && *ctx->host_word)  /* flagged beside the encode: redo */
+    if (!gc_is_error(done) && nonfinite_seen(ctx))  /* flagged beside the encode: redo */
         return encode_nonfinite_on_host(ctx, c, g, n, p, seed, dst, cap, dst_dev);
     if (gc_is_error(r)) return r;
     return gc_is_error(done) ? done : GC_HEADER_SIZE + body;

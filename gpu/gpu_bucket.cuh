@@ -134,11 +134,14 @@ __device__ static inline vec4f vec4_add(vec4f a, vec4f b)
 /* sv[k] = g[i0 + k] (+ r[i0 + k]) for the tile, then a block barrier. A
  * full tile with 16-byte aligned rows is moved in 16-byte loads, all of a
  * thread's issued before the first store, so enough bytes are in flight
- * to keep the memory busy while other blocks compute. */
-__device__ static inline void tile_load(const float *g, const float *r, const tile *tl, float *sv)
+ * to keep the memory busy while other blocks compute. check (no residual
+ * only, scratch.check): set to 1 when the tile's g holds inf or NaN. */
+__device__ static inline void tile_load(const float *g, const float *r, const tile *tl, float *sv,
+                                        unsigned *check)
 {
     enum { PER_THREAD = TILE_ELEMS / 4 / TILE_THREADS };
     const float *gt = g + tl->i0, *rt = r ? r + tl->i0 : NULL;
+    bool bad = false;
     if (tl->cnt == TILE_ELEMS && ((uintptr_t)gt & 15u) == 0 && ((uintptr_t)rt & 15u) == 0) {
         const vec4f *g4 = (const vec4f *)gt, *r4 = (const vec4f *)rt;
         vec4f *s4 = (vec4f *)sv, a[PER_THREAD];
@@ -146,13 +149,21 @@ __device__ static inline void tile_load(const float *g, const float *r, const ti
         if (r4) {
             for (unsigned it = 0; it < PER_THREAD; it++)
                 a[it] = vec4_add(a[it], r4[it * TILE_THREADS + threadIdx.x]);
+        } else if (check) {
+            for (unsigned it = 0; it < PER_THREAD; it++)
+                bad |= bits_nonfinite(fbits(a[it].x)) | bits_nonfinite(fbits(a[it].y))
+                       | bits_nonfinite(fbits(a[it].z)) | bits_nonfinite(fbits(a[it].w));
         }
         for (unsigned it = 0; it < PER_THREAD; it++) s4[it * TILE_THREADS + threadIdx.x] = a[it];
     } else if (rt) {
         for (size_t k = threadIdx.x; k < tl->cnt; k += TILE_THREADS) sv[k] = gx_add(gt[k], rt[k]);
     } else {
-        for (size_t k = threadIdx.x; k < tl->cnt; k += TILE_THREADS) sv[k] = gt[k];
+        for (size_t k = threadIdx.x; k < tl->cnt; k += TILE_THREADS) {
+            sv[k] = gt[k];
+            bad |= bits_nonfinite(fbits(gt[k]));
+        }
     }
+    if (bad && check && !rt) *check = 1u;
     __syncthreads();
 }
 

@@ -19,9 +19,12 @@ extern const gpu_codec gpu_codec_none, gpu_codec_fp16, gpu_codec_bf16, gpu_codec
  * any_input: the codec's encode may see inf and NaN (its writes stay inside
  * a body laid out from n and the parameters alone, and it ends), so
  * gcmpi_gpu_encode runs it beside the non-finite check without waiting
- * for the check (gpu_codec_encodes_any_input). Not the selecting codecs
- * (topk, dgc, topkq: how many they keep depends on comparisons a NaN
- * upsets) nor the variable-length streams (eg, qsgd's Elias coding). */
+ * for the check (gpu_codec_encodes_any_input). topk and dgc are such:
+ * they rank magnitude keys as integers (NaN above infinity), keep exactly
+ * k (dgc: at most its bound, else the exact k), and their bodies are
+ * bounded by that count. Not topkq (its quantised values are scaled by
+ * what was kept) nor the variable-length streams (eg, qsgd's Elias
+ * coding). */
 typedef struct entry {
     const gpu_codec *codec;
     size_t host_head;
@@ -38,9 +41,9 @@ static const entry table[] = {
     {&gpu_codec_terngrad, BUCKET_FIELD, 1},
     {&gpu_codec_onebit, BUCKET_FIELD, 1},
     {&gpu_codec_natural, BUCKET_FIELD, 1},
-    {&gpu_codec_topk, GPU_HOST_BODY_ALL, 0},
+    {&gpu_codec_topk, GPU_HOST_BODY_ALL, 1},
     {&gpu_codec_randk, 13, 1},
-    {&gpu_codec_dgc, GPU_HOST_BODY_ALL, 0},
+    {&gpu_codec_dgc, GPU_HOST_BODY_ALL, 1},
     {&gpu_codec_topkq, GPU_HOST_BODY_ALL, 0},
     {&gpu_codec_eg, 0, 0},
     {&gpu_codec_powersgd, 12, 1},

@@ -44,9 +44,10 @@ __device__ static inline uint16_t bf16_from_float(float f)
 __device__ static inline float float_from_bf16(uint16_t h) { return bitsf((uint32_t)h << 16); }
 
 /* Queue fp16 (bf16 = 0) or bf16 encode of v = g (+ r) into out, with the
- * residual when r (codec_fp16.cu); and acc += decoded in. */
-void gpu_half_encode(gcmpi_gpu_ctx *ctx, const float *g, float *r, size_t n, uint16_t *out,
-                     int bf16);
+ * residual when r, taking s's non-finite check (codec_fp16.cu); and
+ * acc += decoded in. */
+void gpu_half_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float *r, size_t n,
+                     uint16_t *out, int bf16);
 void gpu_half_decode_add(gcmpi_gpu_ctx *ctx, const uint16_t *in, float *acc, size_t n, int bf16);
 
 #endif

@@ -77,15 +77,37 @@ struct gcmpi_gpu_ctx {
     cudaStream_t stream;
     cudaMemPool_t pool;   /* ours, release threshold: keep everything */
     unsigned *flag;       /* device word for decode errors */
-    unsigned *nonfinite;  /* device word: the encode's input holds inf or NaN */
-    unsigned *host_word;  /* page-locked word nonfinite is read into */
+    unsigned *host_word;  /* page-locked, mapped: the encode's input holds inf or NaN */
+    unsigned *host_word_dev;  /* the same word as kernels address it */
     uint8_t *host_hdr;    /* page-locked header copied into a device dst */
     gpu_shadow shadow;    /* the device payload being decoded */
 };
 
 /* Scratch from the pool, freed at the end of the call (stream order). */
 #define SCRATCH_SLOTS 16
-typedef struct scratch { void *p[SCRATCH_SLOTS]; unsigned used; } scratch;
+/* check: when not NULL, the word (ctx->host_word_dev) an encode's kernels
+ * may set to 1 if the input g holds inf or NaN while they read it anyway
+ * (no residual: then v is g); an encode that did so sets checked, and
+ * gcmpi_gpu_encode skips its own pass over g. */
+typedef struct scratch {
+    void *p[SCRATCH_SLOTS];
+    unsigned used;
+    unsigned *check;
+    int checked;
+} scratch;
+
+/* The word for an encode kernel that folds the non-finite check into its
+ * read of g (NULL with a residual or when not asked), noting the check as
+ * done. */
+static inline unsigned *encode_check(scratch *s, const float *r)
+{
+    if (r || !s->check) return NULL;
+    s->checked = 1;
+    return s->check;
+}
+
+/* The float bits of inf or NaN (exponent all ones): the non-finite check. */
+__device__ static inline bool bits_nonfinite(uint32_t b) { return (b & 0x7F800000u) == 0x7F800000u; }
 
 /* bytes (at least 4) of device memory for this call; NULL when the pool
  * is out of memory or every slot is taken. */

@@ -95,7 +95,7 @@ __global__ void k_signmag_decode(const uint8_t *planes, size_t n, size_t bucket,
 __global__ void k_signmag_tiles_sync(const float *g, float *r, size_t n, size_t bucket,
                                      size_t nb, size_t bpt, unsigned bits, float s, uint32_t key,
                                      int stat, uint8_t *field, uint8_t *stats, uint8_t *planes,
-                                     uint8_t *codes)
+                                     uint8_t *codes, unsigned *check)
 {
     TILE_SHARED_V(sv);
     __shared__ float part[TILE_THREADS];
@@ -107,7 +107,7 @@ __global__ void k_signmag_tiles_sync(const float *g, float *r, size_t n, size_t 
     if (field && blockIdx.x == 0 && threadIdx.x == 0) st_u32(field, (uint32_t)bucket);
     for (size_t t = blockIdx.x; t * bpt < nb; t += gridDim.x) {
         const tile tl = tile_at(n, bucket, nb, bpt, t);
-        tile_load(g, r, &tl, sv);
+        tile_load(g, r, &tl, sv, check);
         for (size_t base = 0; base < tl.nbt; base += TILE_GROUPS) {
             const size_t lb = base + grp;
             float sum = 0.0f;
@@ -183,11 +183,12 @@ __global__ void k_signmag_tiles_sync(const float *g, float *r, size_t n, size_t 
 
 void gpu_signmag_encode_tiles(gcmpi_gpu_ctx *ctx, const float *g, float *r, size_t n,
                               size_t bucket, unsigned bits, float s, uint32_t key, int stat,
-                              uint8_t *field, uint8_t *stats, uint8_t *planes, uint8_t *codes)
+                              uint8_t *field, uint8_t *stats, uint8_t *planes, uint8_t *codes,
+                              unsigned *check)
 {
     const size_t nb = bucket_count(n, bucket), bpt = tile_buckets(bucket);
     if (nb)
-        k_signmag_tiles_sync<<<tile_grid(nb, bpt), TILE_THREADS, 0, ctx->stream>>>(g, r, n, bucket, nb, bpt, bits, s, key, stat, field, stats, planes, codes);
+        k_signmag_tiles_sync<<<tile_grid(nb, bpt), TILE_THREADS, 0, ctx->stream>>>(g, r, n, bucket, nb, bpt, bits, s, key, stat, field, stats, planes, codes, check);
 }
 
 void gpu_signmag_encode(gcmpi_gpu_ctx *ctx, const float *g, float *r, size_t n, size_t bucket,

@@ -26,10 +26,11 @@ enum {
 /* gpu_signmag_encode with each bucket's scale computed in the same pass,
  * for buckets that fit a tile (tile_fits, gpu_bucket.cuh): reads g (and r)
  * once. The scale goes to stats + 4 b (little-endian float), the bucket
- * size to field when field is not NULL. Queued. */
+ * size to field when field is not NULL; check as tile_load's. Queued. */
 void gpu_signmag_encode_tiles(gcmpi_gpu_ctx *ctx, const float *g, float *r, size_t n,
                               size_t bucket, unsigned bits, float s, uint32_t key, int stat,
-                              uint8_t *field, uint8_t *stats, uint8_t *planes, uint8_t *codes);
+                              uint8_t *field, uint8_t *stats, uint8_t *planes, uint8_t *codes,
+                              unsigned *check);
 
 /* acc += sign * level * step[b] from the planes; a set padding code sets
  * *bad. Queued. */

@@ -11,10 +11,12 @@
  *     so per-element global atomics serialise on them);
  *   3 one-block picks, a block-wide prefix sum over the bins (not a
  *     serial walk of up to 2048 dependent loads);
- *   1 compacting pass that writes the kept indices ascending: per tile of
- *     SEL_TILE elements a block-wide scan of the threads' counts (above
- *     and at the threshold), the tiles chained by a decoupled look-back.
+ *   2 placing passes that write the kept indices ascending: one counts
+ *     per tile of SEL_TILE elements (above and at the threshold), a scan
+ *     of the tile counts, then one writes each element at its tile's
+ *     offset plus a block-wide scan of the threads' counts.
  * The host waits only where a caller asks for the count (dgc). */
+#include "gpu_bucket.cuh" /* vec4f */
 #include "gpu_scan.cuh"
 #include "gpu_select.cuh"
 
@@ -44,9 +46,10 @@ __global__ void k_sel_init(gpu_sel *sel, uint32_t k)
 __global__ void k_sel_all_ties(gpu_sel *sel) { sel->ties = 0xFFFFFFFFu; }
 
 /* Histogram of digit `level` over the keys that agree with sel->key on
- * the digits above it: counted in shared memory, then added to hist. */
+ * the digits above it: counted in shared memory, then added to hist.
+ * check (scratch.check, level 0 of v only): set when a key is inf or NaN. */
 __global__ void k_sel_hist_sync(const float *v, const uint32_t *keys, size_t n, unsigned level,
-                                const gpu_sel *sel, uint32_t *hist)
+                                const gpu_sel *sel, uint32_t *hist, unsigned *check)
 {
     __shared__ uint32_t bin[SEL_BINS];
     const unsigned shift = level_shift(level), bins = 1u << level_bits(level);
@@ -58,18 +61,23 @@ __global__ void k_sel_hist_sync(const float *v, const uint32_t *keys, size_t n, 
      * leave too few bytes in flight per SM to keep the memory busy. */
     const size_t stride = (size_t)gridDim.x * blockDim.x;
     size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    uint32_t kmax = 0;  /* the largest key seen, for check */
     for (; i + (SEL_UNROLL - 1) * stride < n; i += SEL_UNROLL * stride) {
         uint32_t key[SEL_UNROLL];
         for (unsigned u = 0; u < SEL_UNROLL; u++)
             key[u] = keys ? keys[i + u * stride] : mag_key(v[i + u * stride]);
-        for (unsigned u = 0; u < SEL_UNROLL; u++)
+        for (unsigned u = 0; u < SEL_UNROLL; u++) {
+            kmax = key[u] > kmax ? key[u] : kmax;
             if (level == 0 || (key[u] >> top) == want)
                 atomicAdd(&bin[(key[u] >> shift) & (bins - 1)], 1u);
+        }
     }
     for (; i < n; i += stride) {
         const uint32_t key = keys ? keys[i] : mag_key(v[i]);
+        kmax = key > kmax ? key : kmax;
         if (level == 0 || (key >> top) == want) atomicAdd(&bin[(key >> shift) & (bins - 1)], 1u);
     }
+    if (check && bits_nonfinite(kmax)) *check = 1u;
     __syncthreads();
     for (unsigned b = threadIdx.x; b < bins; b += blockDim.x)
         if (bin[b]) atomicAdd(&hist[b], bin[b]);
@@ -103,6 +111,7 @@ size_t gpu_select_threshold(gcmpi_gpu_ctx *ctx, scratch *s, const float *v,
                             const uint32_t *keys, size_t n, size_t k, gpu_sel *sel)
 {
     cudaStream_t st = ctx->stream;
+    unsigned *check = keys ? NULL : encode_check(s, NULL);  /* v is g when s asks */
     const size_t bytes = SEL_LEVELS * SEL_BINS * sizeof(uint32_t);
     uint32_t *hist = (uint32_t *)scratch_get(ctx, s, bytes);
     if (!hist) return GC_ERR(ALLOC);
@@ -111,7 +120,8 @@ size_t gpu_select_threshold(gcmpi_gpu_ctx *ctx, scratch *s, const float *v,
     k_sel_init<<<1, 1, 0, st>>>(sel, (uint32_t)k);
     for (unsigned level = 0; level < SEL_LEVELS; level++) {
         uint32_t *h = hist + level * SEL_BINS;
-        k_sel_hist_sync<<<hist_blocks(n), SEL_THREADS, 0, st>>>(v, keys, n, level, sel, h);
+        k_sel_hist_sync<<<hist_blocks(n), SEL_THREADS, 0, st>>>(v, keys, n, level, sel, h,
+                                                                level == 0 ? check : NULL);
         k_sel_pick_sync<<<1, SEL_THREADS, 0, st>>>(h, level, sel);
     }
     return 0;
@@ -123,99 +133,82 @@ void gpu_select_all_ties(gcmpi_gpu_ctx *ctx, gpu_sel *sel)
 }
 
 /* Thread t of a tile owns elements [t * SEL_ITEMS, (t + 1) * SEL_ITEMS)
- * of it; its count of keys above the threshold (high word) and equal to
- * it (low word). n < 2^32, so the low word never carries into the high
- * one in any sum of these. */
-__device__ static inline uint64_t thread_counts(const float *v, size_t n, size_t lo, uint32_t t)
+ * of it: their magnitude keys into key[] (two 16-byte loads where the run
+ * is whole and aligned), and how many of them lie before n. */
+__device__ static inline unsigned thread_keys(const float *v, size_t n, size_t lo,
+                                              uint32_t key[SEL_ITEMS])
+{
+    static_assert(SEL_ITEMS == 8, "two vec4f loads per thread");
+    if (lo + SEL_ITEMS <= n && ((uintptr_t)(v + lo) & 15u) == 0) {
+        const vec4f a = ((const vec4f *)(v + lo))[0], b = ((const vec4f *)(v + lo))[1];
+        key[0] = mag_key(a.x); key[1] = mag_key(a.y); key[2] = mag_key(a.z); key[3] = mag_key(a.w);
+        key[4] = mag_key(b.x); key[5] = mag_key(b.y); key[6] = mag_key(b.z); key[7] = mag_key(b.w);
+        return SEL_ITEMS;
+    }
+    for (unsigned q = 0; q < SEL_ITEMS; q++) key[q] = lo + q < n ? mag_key(v[lo + q]) : 0u;
+    return lo >= n ? 0u : n - lo < SEL_ITEMS ? (unsigned)(n - lo) : SEL_ITEMS;
+}
+
+/* The keys' count above the threshold t (high word) and equal to it (low
+ * word). n < 2^32, so the low word never carries into the high one in any
+ * sum of these. */
+__device__ static inline uint64_t thread_counts(const uint32_t key[SEL_ITEMS], unsigned cnt,
+                                                uint32_t t)
 {
     uint32_t above = 0, equal = 0;
-    for (unsigned q = 0; q < SEL_ITEMS; q++) {  /* predicated, not broken: unrolled, loads at once */
-        const uint32_t key = lo + q < n ? mag_key(v[lo + q]) : 0u;
-        above += lo + q < n && key > t;
-        equal += lo + q < n && key == t;
+    for (unsigned q = 0; q < SEL_ITEMS; q++) {  /* predicated, not broken: unrolled */
+        above += q < cnt && key[q] > t;
+        equal += q < cnt && key[q] == t;
     }
     return (uint64_t)above << 32 | equal;
 }
 
-/* The chained scan over tiles (decoupled look-back): a tile publishes its
- * counts, then adds up its predecessors' from the nearest one that has
- * published its inclusive prefix, so the emitting pass needs no counting
- * pass and no separate scan before it. Tiles are numbered in the order
- * blocks take them (a ticket), so every tile waited on belongs to a block
- * already running, which publishes before it waits itself. */
-#define TILE_EMPTY 0u
-#define TILE_AGGREGATE 1u
-#define TILE_PREFIX 2u
-
-typedef struct sel_chain {
-    uint32_t *status;  /* per tile; then the ticket counter */
-    uint64_t *agg;     /* per tile: its own counts */
-    uint64_t *incl;    /* per tile: the counts up to and including it */
-} sel_chain;
-
-/* Counts before `tile`, after publishing its own, agg. One thread. */
-__device__ static uint64_t chain_prefix(const sel_chain &c, uint32_t tile, uint64_t agg)
+/* counts[tile] = the tile's counts (thread_counts summed); check as
+ * k_sel_hist_sync's. The placement
+ * takes two passes, this one and k_sel_emit_sync after a scan of the tile
+ * counts: a single pass chained tile to tile (decoupled look-back, one
+ * predecessor per step) measured 400 us for 2^24 elements on an H100,
+ * against 25 us for one read of them. */
+__global__ void k_sel_count_sync(const float *v, size_t n, const gpu_sel *sel, size_t ntiles,
+                                 uint64_t *counts, unsigned *check)
 {
-    volatile uint32_t *status = c.status;
-    volatile uint64_t *aggs = c.agg, *incls = c.incl;
-    uint64_t prefix = 0;
-    if (tile > 0) {
-        aggs[tile] = agg;
-        __threadfence();
-        status[tile] = TILE_AGGREGATE;
-        for (uint32_t j = tile - 1;; j--) {
-            uint32_t st;
-            while ((st = status[j]) == TILE_EMPTY) {
-            }
-            __threadfence();
-            if (st == TILE_PREFIX) {
-                prefix += incls[j];
-                break;
-            }
-            prefix += aggs[j];
-        }
+    __shared__ uint64_t buf[SEL_THREADS];
+    const uint32_t t = sel->key;
+    bool bad = false;
+    for (size_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
+        uint32_t key[SEL_ITEMS];
+        const unsigned cnt = thread_keys(v, n, tile * SEL_TILE + (size_t)threadIdx.x * SEL_ITEMS, key);
+        for (unsigned q = 0; q < SEL_ITEMS; q++) bad |= q < cnt && bits_nonfinite(key[q]);
+        const uint64_t upto = gpu_block_inclusive_sum(thread_counts(key, cnt, t), buf);
+        if (threadIdx.x == blockDim.x - 1) counts[tile] = upto;
     }
-    incls[tile] = prefix + agg;
-    __threadfence();
-    status[tile] = TILE_PREFIX;
-    return prefix;
+    if (bad && check) *check = 1u;
 }
 
 /* Element i goes to (above before i) + min(equal before i, ties), as
- * keep_above places it; positions from cap on are dropped. *total = the
- * counts of all tiles. */
-__global__ void k_sel_compact_sync(const float *v, size_t n, const gpu_sel *sel, uint32_t ntiles,
-                                   sel_chain chain, uint32_t *idx, size_t cap, uint64_t *total)
+ * keep_above places it; positions from cap on are dropped. before[tile]
+ * = the counts of the tiles before it (the scanned k_sel_count_sync). */
+__global__ void k_sel_emit_sync(const float *v, size_t n, const gpu_sel *sel, size_t ntiles,
+                                const uint64_t *before_tile, uint32_t *idx, size_t cap)
 {
     __shared__ uint64_t buf[SEL_THREADS];
-    __shared__ uint64_t tile_before;
-    __shared__ uint32_t tile_ticket;
     const uint32_t t = sel->key;
     const uint64_t ties = sel->ties;
-    for (;;) {
-        if (threadIdx.x == 0) tile_ticket = atomicAdd(chain.status + ntiles, 1u);
-        __syncthreads();
-        const uint32_t tile = tile_ticket;
-        if (tile >= ntiles) break;  /* the same for every thread of the block */
-        const size_t lo = (size_t)tile * SEL_TILE + (size_t)threadIdx.x * SEL_ITEMS;
-        const uint64_t mine = thread_counts(v, n, lo, t);
+    for (size_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
+        const size_t lo = tile * SEL_TILE + (size_t)threadIdx.x * SEL_ITEMS;
+        uint32_t key[SEL_ITEMS];
+        const unsigned cnt = thread_keys(v, n, lo, key);
+        const uint64_t mine = thread_counts(key, cnt, t);
         const uint64_t upto = gpu_block_inclusive_sum(mine, buf);
-        if (threadIdx.x == blockDim.x - 1) {
-            tile_before = chain_prefix(chain, tile, upto);
-            if (tile == ntiles - 1) *total = tile_before + upto;
-        }
-        __syncthreads();
-        const uint64_t before = tile_before + upto - mine;
-        __syncthreads();  /* tile_ticket and tile_before are rewritten next round */
         if (!mine) continue;
+        const uint64_t before = before_tile[tile] + upto - mine;
         uint64_t above = before >> 32, equal = before & 0xFFFFFFFFu;
-        for (unsigned q = 0; q < SEL_ITEMS && lo + q < n; q++) {
-            const uint32_t key = mag_key(v[lo + q]);
+        for (unsigned q = 0; q < cnt; q++) {
             uint64_t at = cap;
-            if (key > t) {
+            if (key[q] > t) {
                 at = above + (equal < ties ? equal : ties);
                 above++;
-            } else if (key == t) {
+            } else if (key[q] == t) {
                 if (equal < ties) at = above + equal;
                 equal++;
             }
@@ -236,16 +229,14 @@ size_t gpu_select_compact(gcmpi_gpu_ctx *ctx, scratch *s, const float *v, size_t
 {
     cudaStream_t st = ctx->stream;
     const size_t ntiles = (n + SEL_TILE - 1) / SEL_TILE;  /* < 2^21: n < 2^32 */
-    const size_t flags = (ntiles + 1) * sizeof(uint32_t);
-    uint32_t *status = (uint32_t *)scratch_get(ctx, s, flags);
-    uint64_t *sums = (uint64_t *)scratch_get(ctx, s, (2 * ntiles + 2) * sizeof(uint64_t));
-    if (!status || !sums) return GC_ERR(ALLOC);
-    if (cudaMemsetAsync(status, 0, flags, st) != cudaSuccess) return GC_ERR(GENERIC);
-    const sel_chain chain = {status, sums, sums + ntiles};
-    uint64_t *total = sums + 2 * ntiles;
+    uint64_t *counts = (uint64_t *)scratch_get(ctx, s, (ntiles + 2) * sizeof(uint64_t));
+    if (!counts) return GC_ERR(ALLOC);
+    uint64_t *total = counts + ntiles;
     const unsigned blocks = ntiles < SEL_MAX_BLOCKS ? (unsigned)(ntiles ? ntiles : 1) : SEL_MAX_BLOCKS;
-    k_sel_compact_sync<<<blocks, SEL_THREADS, 0, st>>>(v, n, sel, (uint32_t)ntiles, chain, idx, cap,
-                                                      total);
+    k_sel_count_sync<<<blocks, SEL_THREADS, 0, st>>>(v, n, sel, ntiles, counts,
+                                                     encode_check(s, NULL));
+    gpu_scan_u64(ctx, counts, ntiles, total);
+    k_sel_emit_sync<<<blocks, SEL_THREADS, 0, st>>>(v, n, sel, ntiles, counts, idx, cap);
     if (!count) return 0;
     /* The one wait: the caller needs the count to go on. */
     k_sel_total<<<1, 1, 0, st>>>(total, sel, total + 1);

@@ -17,7 +17,9 @@ typedef struct gpu_sel { uint32_t key; uint32_t ties; } gpu_sel;
 __device__ static inline uint32_t mag_key(float x) { return __float_as_uint(x) & 0x7FFFFFFFu; }
 
 /* *sel = the k largest (1 <= k <= n) of keys[0..n), or of the magnitude
- * keys of v[0..n) when keys is NULL. Queued; 0 or GC_ERR_ALLOC. */
+ * keys of v[0..n) when keys is NULL (then v is g whenever s asks for the
+ * non-finite check, which the first pass takes). Queued; 0 or
+ * GC_ERR_ALLOC. */
 size_t gpu_select_threshold(gcmpi_gpu_ctx *ctx, scratch *s, const float *v,
                             const uint32_t *keys, size_t n, size_t k, gpu_sel *sel);
 
@@ -26,7 +28,8 @@ void gpu_select_all_ties(gcmpi_gpu_ctx *ctx, gpu_sel *sel);
 
 /* One pass over v[0..n): idx[0..min(count, cap)) = the selected indices,
  * ascending (positions from cap on are dropped, so a caller may pass a
- * bound smaller than the count and check the count after). With count
+ * bound smaller than the count and check the count after; the pass takes
+ * s's non-finite check as gpu_select_threshold does). With count
  * not NULL, waits and stores the number of elements selected; else
  * queued. 0 or an error. */
 size_t gpu_select_compact(gcmpi_gpu_ctx *ctx, scratch *s, const float *v, size_t n,

@@ -248,8 +248,14 @@ inline void emu_launch(const char *name, unsigned grid, unsigned block, F f)
         }
     }
 }
-/* Page-locked host memory (gpu_staging.cu): plain host memory here. */
-enum { cudaHostAllocDefault = 0 };
+/* Page-locked host memory (gpu_staging.cu): plain host memory here, which
+ * emulated kernels address as it is (mapped, as on a GPU with UVA). */
+enum { cudaHostAllocDefault = 0, cudaHostAllocMapped = 2 };
+inline cudaError_t cudaHostGetDevicePointer(void **d, void *h, unsigned)
+{
+    *d = h;
+    return cudaSuccess;
+}
 inline cudaError_t cudaHostAlloc(void **p, size_t n, unsigned)
 {
     *p = std::malloc(n ? n : 1);
