@@ -6,6 +6,8 @@
 /* Declared for C++ in gpu_sparse.cuh; internal to libgcmpi_gpu. */
 GC_INTERNAL size_t gcmpi_gpu_host_index_decode(const uint8_t *body, size_t len, size_t n,
                                                uint32_t *idx, size_t *k);
+GC_INTERNAL size_t gcmpi_gpu_host_sparse_open(const uint8_t *body, size_t len, size_t n,
+                                              size_t *k, size_t *vals_off);
 GC_INTERNAL size_t gcmpi_gpu_host_sparse_decode(const uint8_t *body, size_t len, size_t n,
                                                 uint32_t *idx, size_t *k, size_t *vals_off);
 
@@ -18,8 +20,8 @@ size_t gcmpi_gpu_host_index_decode(const uint8_t *body, size_t len, size_t n, ui
     return gc_is_error(e) ? e : section;
 }
 
-size_t gcmpi_gpu_host_sparse_decode(const uint8_t *body, size_t len, size_t n, uint32_t *idx,
-                                    size_t *k, size_t *vals_off)
+size_t gcmpi_gpu_host_sparse_open(const uint8_t *body, size_t len, size_t n, size_t *k,
+                                  size_t *vals_off)
 {
     /* The order of gc_sparse_body_apply's checks, so errors agree. */
     if (len < GC_SPARSE_HEAD) return GC_ERROR(TRUNCATED);
@@ -31,5 +33,12 @@ size_t gcmpi_gpu_host_sparse_decode(const uint8_t *body, size_t len, size_t n, u
     if (section > len - 4 * kk) return GC_ERROR(TRUNCATED);
     if (section < len - 4 * kk) return GC_ERROR(CORRUPT);
     *vals_off = section;
-    return gc_sparse_index_decode(body, n, idx);
+    return 0;
+}
+
+size_t gcmpi_gpu_host_sparse_decode(const uint8_t *body, size_t len, size_t n, uint32_t *idx,
+                                    size_t *k, size_t *vals_off)
+{
+    size_t e = gcmpi_gpu_host_sparse_open(body, len, n, k, vals_off);
+    return gc_is_error(e) ? e : gc_sparse_index_decode(body, n, idx);
 }

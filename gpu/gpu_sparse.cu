@@ -153,29 +153,117 @@ __global__ void k_sparse_scatter_add(const uint32_t *idx, size_t k, const uint8_
     }
 }
 
+/* Delta block b of the index section ix (at off[b]) read on the device,
+ * one thread per index, with apply_delta's checks (sparse_index.c): zero
+ * padding bits, every delta after the first index > 0. d[j] = delta j,
+ * sums[b] = the block's sum of deltas. */
+__global__ void k_delta_read_sync(const uint8_t *ix, const uint64_t *off, size_t k, size_t nblk,
+                                  uint32_t *d, uint64_t *sums, unsigned *bad)
+{
+    __shared__ uint64_t buf[SPARSE_BLOCK];
+    for (size_t b = blockIdx.x; b < nblk; b += gridDim.x) {
+        const uint8_t *blk = ix + off[b];
+        const unsigned w = blk[0];
+        const size_t s = b * SPARSE_BLOCK, cnt = k - s < SPARSE_BLOCK ? k - s : SPARSE_BLOCK;
+        const size_t bits = cnt * w, nbytes = (bits + 7) / 8;
+        const uint8_t *p = blk + 1;
+        uint64_t dv = 0;
+        if (threadIdx.x < cnt && w) {
+            const size_t bit = (size_t)threadIdx.x * w, first = bit >> 3;
+            uint64_t word = 0;  /* w <= 32 bits from bit & 7 on: at most 5 bytes */
+            for (size_t q = first; q < nbytes && q < first + 5; q++)
+                word |= (uint64_t)p[q] << (8 * (q - first));
+            dv = (word >> (bit & 7)) & ((UINT64_C(1) << w) - 1);
+        }
+        if (threadIdx.x < cnt) {
+            if (s + threadIdx.x > 0 && dv == 0) *bad = 1u;  /* not increasing */
+            d[s + threadIdx.x] = (uint32_t)dv;
+        }
+        if (threadIdx.x == 0 && (bits & 7) && (p[nbytes - 1] >> (bits & 7)) != 0) *bad = 1u;
+        const uint64_t upto = gpu_block_inclusive_sum(dv, buf);
+        if (threadIdx.x == blockDim.x - 1) sums[b] = upto;
+    }
+}
+
+/* idx[j] = base[b] + the deltas of block b up to j (d read in place);
+ * an index past n sets *bad. */
+__global__ void k_delta_index_sync(const uint64_t *base, size_t k, size_t nblk, size_t n,
+                                   uint32_t *idx, unsigned *bad)
+{
+    __shared__ uint64_t buf[SPARSE_BLOCK];
+    for (size_t b = blockIdx.x; b < nblk; b += gridDim.x) {
+        const size_t j = b * SPARSE_BLOCK + threadIdx.x;
+        const uint64_t dv = j < k ? idx[j] : 0;
+        const uint64_t i = base[b] + gpu_block_inclusive_sum(dv, buf);
+        if (j < k) {
+            if (i >= n) *bad = 1u;
+            else idx[j] = (uint32_t)i;
+        }
+    }
+}
+
+/* didx[0..k) = the delta-coded indices of body (host bytes; dbody the
+ * same body on the device), decoded and checked on the device. Waits. */
+static size_t delta_decode_device(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body,
+                                  const uint8_t *dbody, size_t k, size_t n, uint32_t *didx)
+{
+    const size_t nblk = (k + SPARSE_BLOCK - 1) / SPARSE_BLOCK;
+    uint64_t *off = (uint64_t *)malloc(nblk * sizeof(uint64_t));
+    uint64_t *doff = (uint64_t *)scratch_get(ctx, s, (2 * nblk + 1) * sizeof(uint64_t));
+    size_t r = off && doff ? 0 : GC_ERR(ALLOC);
+    if (!gc_is_error(r)) {
+        /* The widths were checked by gcmpi_gpu_host_sparse_open. */
+        const uint8_t *ix = body + SPARSE_HEAD;
+        size_t pos = 0;
+        for (size_t b = 0; b < nblk; b++) {
+            const size_t cnt = k - b * SPARSE_BLOCK < SPARSE_BLOCK ? k - b * SPARSE_BLOCK : SPARSE_BLOCK;
+            off[b] = pos;
+            pos += 1 + (cnt * ix[pos] + 7) / 8;
+        }
+        r = flag_clear(ctx);
+    }
+    if (!gc_is_error(r)
+        && cudaMemcpyAsync(doff, off, nblk * sizeof(uint64_t), cudaMemcpyHostToDevice, ctx->stream)
+               != cudaSuccess)
+        r = GC_ERR(GENERIC);
+    if (!gc_is_error(r)) {
+        uint64_t *sums = doff + nblk;
+        const unsigned grid = delta_blocks(nblk);
+        k_delta_read_sync<<<grid, SPARSE_BLOCK, 0, ctx->stream>>>(dbody + SPARSE_HEAD, doff, k, nblk,
+                                                                 didx, sums, ctx->flag);
+        gpu_scan_u64(ctx, sums, nblk, NULL);
+        k_delta_index_sync<<<grid, SPARSE_BLOCK, 0, ctx->stream>>>(sums, k, nblk, n, didx, ctx->flag);
+        r = flag_result(ctx);  /* waits: off is freed below */
+    }
+    free(off);
+    return r;
+}
+
 size_t gpu_sparse_decode_add(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, size_t len,
                              float *acc, size_t n)
 {
-    uint32_t *idx = (uint32_t *)malloc((n ? n : 1) * sizeof(uint32_t));
-    if (!idx) return GC_ERR(ALLOC);
     size_t k = 0, vals_off = 0;
-    size_t r = gcmpi_gpu_host_sparse_decode(body, len, n, idx, &k, &vals_off);
-    if (!gc_is_error(r) && k) {
-        uint32_t *didx = (uint32_t *)scratch_get(ctx, s, k * sizeof(uint32_t));
-        uint8_t *dvals = (uint8_t *)scratch_get(ctx, s, 4 * k);
-        if (!didx || !dvals) {
-            r = GC_ERR(ALLOC);
-        } else if (cudaMemcpyAsync(didx, idx, k * sizeof(uint32_t), cudaMemcpyHostToDevice,
-                                   ctx->stream) != cudaSuccess
-                   || cudaMemcpyAsync(dvals, body + vals_off, 4 * k, cudaMemcpyHostToDevice,
-                                      ctx->stream) != cudaSuccess) {
+    size_t r = gcmpi_gpu_host_sparse_open(body, len, n, &k, &vals_off);
+    if (gc_is_error(r) || k == 0) return r;
+    const uint8_t *dbody = body_to_device(ctx, s, body, len);
+    uint32_t *didx = (uint32_t *)scratch_get(ctx, s, k * sizeof(uint32_t));
+    if (!dbody || !didx) return GC_ERR(ALLOC);
+    if (body[4] == SPARSE_BITMAP_MODE) {
+        /* A bitmap (k near n / 8 or more): decoded on the host. */
+        uint32_t *idx = (uint32_t *)malloc(k * sizeof(uint32_t));
+        if (!idx) return GC_ERR(ALLOC);
+        r = gcmpi_gpu_host_sparse_decode(body, len, n, idx, &k, &vals_off);
+        if (!gc_is_error(r)
+            && cudaMemcpyAsync(didx, idx, k * sizeof(uint32_t), cudaMemcpyHostToDevice, ctx->stream)
+                   != cudaSuccess)
             r = GC_ERR(GENERIC);
-        } else {
-            k_sparse_scatter_add<<<blocks_for(k, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(
-                didx, k, dvals, acc);
-            r = sync_status(ctx);  /* idx is freed below */
-        }
+        if (!gc_is_error(r)) r = sync_status(ctx);  /* idx is freed below */
+        free(idx);
+    } else {
+        r = delta_decode_device(ctx, s, body, dbody, k, n, didx);
     }
-    free(idx);
-    return r;
+    if (gc_is_error(r)) return r;
+    k_sparse_scatter_add<<<blocks_for(k, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(
+        didx, k, dbody + vals_off, acc);
+    return sync_status(ctx);
 }

@@ -8,6 +8,7 @@
 
 #define SPARSE_HEAD 5u     /* GC_SPARSE_HEAD: u32 k, u8 mode */
 #define SPARSE_BLOCK 128u  /* GC_SPARSE_BLOCK */
+#define SPARSE_BITMAP_MODE 1u  /* GC_SPARSE_BITMAP */
 
 /* Upper bound of a sparse body sending at most kmax of n elements
  * (gc_sparse_body_bound). */
@@ -24,15 +25,23 @@ size_t gpu_sparse_index_write(gcmpi_gpu_ctx *ctx, scratch *s, const uint32_t *id
 size_t gpu_sparse_body_write(gcmpi_gpu_ctx *ctx, scratch *s, const uint32_t *idx, size_t k,
                              const float *v, float *r, size_t n, uint8_t *body, size_t cap);
 
-/* decode_add of a sparse body in host memory: the indices are validated
- * and decoded on the host (gcmpi_gpu_host_sparse_decode), then indices
- * and values go to the device for one scatter-add kernel. */
+/* decode_add of a sparse body (its bytes on the host; in device memory
+ * too when the payload lies there): the layout is validated on the host
+ * (gcmpi_gpu_host_sparse_open), delta-coded indices are decoded on the
+ * device (their checks set the decode flag, waited for before any add, so
+ * a corrupt body leaves acc as it was), a bitmap on the host; then one
+ * scatter-add kernel. */
 size_t gpu_sparse_decode_add(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, size_t len,
                              float *acc, size_t n);
 
 /* gpu_host_sparse.c (plain C: it calls the codec library's sparse_index.c,
  * whose header is C-only). */
 extern "C" {
+/* As gc_sparse_body_apply validates the layout (head, index section's
+ * block widths and sizes, values filling the body): *k and *vals_off.
+ * Returns 0, GC_ERR_TRUNCATED or GC_ERR_CORRUPT. */
+size_t gcmpi_gpu_host_sparse_open(const uint8_t *body, size_t len, size_t n, size_t *k,
+                                  size_t *vals_off);
 /* As gc_sparse_body_apply validates: the body is a sparse body of n
  * elements whose values fill it exactly; *k = its count, *vals_off = the
  * offset of its values, idx[0..k) (room for n) = its indices. Returns 0,

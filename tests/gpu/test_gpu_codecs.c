@@ -354,16 +354,22 @@ static void test_errors(void)
 
     /* Corrupt bodies of the other codecs are refused as the CPU refuses
      * them (the device decode checks what the CPU decode checks). */
-    static const struct { const char *codec; size_t at; unsigned char x; } bad[] = {
-        {"natural", GC_HEADER_SIZE + 4 + 1 + 3, 0x80},   /* code 128: a signed zero */
-        {"natural", GC_HEADER_SIZE + 4, 0},              /* E = 0 */
-        {"terngrad", GC_HEADER_SIZE + 4 + 4 + 3, 0x80},  /* a padding code (13 of 16) */
-        {"qsgd", GC_HEADER_SIZE + 4, 9},                 /* 9 bits */
-        {"onebit", GC_HEADER_SIZE + 4 + 8 + 1, 0x80},    /* a padding bit */
-        {"topk", GC_HEADER_SIZE, 200},                   /* k > n */
-        {"topkq", GC_HEADER_SIZE + 11, 9},               /* width 9 (k 2: 2 index bytes) */
-        {"randk", GC_HEADER_SIZE + 12, 2},               /* unknown flag */
-        {"powersgd", GC_HEADER_SIZE + 8, 0},             /* rank 0 */
+    /* topk's delta indices (13 elements, k 2: indices 0 and 1, width 1,
+     * body+5 the width, body+6 the deltas) are checked on the device. */
+    enum { DELTAS = GC_HEADER_SIZE + 6 };
+    static const struct { const char *codec; size_t at; unsigned char x; size_t at2; unsigned char x2; } bad[] = {
+        {"natural", GC_HEADER_SIZE + 4 + 1 + 3, 0x80, 0, 0},   /* code 128: a signed zero */
+        {"natural", GC_HEADER_SIZE + 4, 0, 0, 0},              /* E = 0 */
+        {"terngrad", GC_HEADER_SIZE + 4 + 4 + 3, 0x80, 0, 0},  /* a padding code (13 of 16) */
+        {"qsgd", GC_HEADER_SIZE + 4, 9, 0, 0},                 /* 9 bits */
+        {"onebit", GC_HEADER_SIZE + 4 + 8 + 1, 0x80, 0, 0},    /* a padding bit */
+        {"topk", GC_HEADER_SIZE, 200, 0, 0},                   /* k > n */
+        {"topk", DELTAS, 0x06, 0, 0},                          /* a padding bit */
+        {"topk", DELTAS, 0x00, 0, 0},                          /* deltas 0, 0: not increasing */
+        {"topk", DELTAS - 1, 4, DELTAS, 0xFC},                 /* width 4: 12 + 15 is past n */
+        {"topkq", GC_HEADER_SIZE + 11, 9, 0, 0},               /* width 9 (k 2: 2 index bytes) */
+        {"randk", GC_HEADER_SIZE + 12, 2, 0, 0},               /* unknown flag */
+        {"powersgd", GC_HEADER_SIZE + 8, 0, 0, 0},             /* rank 0 */
     };
     gc_params q;
     gc_params_default(&q);
@@ -374,6 +380,7 @@ static void test_errors(void)
         CHECK(!gc_is_error(l), "%s encode: %s", bad[i].codec, gc_error_name(l));
         if (gc_is_error(l) || bad[i].at >= l) continue;
         buf[bad[i].at] = bad[i].x;
+        if (bad[i].at2) buf[bad[i].at2] = bad[i].x2;
         size_t want = gc_decode_add(buf, l, h, 13, NULL);
         CHECK(gc_is_error(want), "%s: the CPU accepts the corrupt body", bad[i].codec);
         r = gcmpi_gpu_decode_add(ctx, buf, l, d2, 13);
