@@ -47,11 +47,20 @@ cluster_report_links() {
 # its namespaces (a launcher's daemons after a signal) are ended first.
 cluster_cleanup() {
   if [ "$verbose" = 1 ] && [ ${#cluster_made[@]} -gt "$nodes" ]; then cluster_report_links; fi
+  local ns pid i
   if [ -n "$cluster_child" ] && kill -0 "$cluster_child" 2>/dev/null; then
     kill -TERM "$cluster_child" 2>/dev/null || true
-    wait "$cluster_child" 2>/dev/null || true
+    # At most 5 s for the launcher to end its job: one stuck in its own
+    # shutdown must not hold the cleanup up; what is left is killed below.
+    for ((i = 0; i < 50; i++)); do kill -0 "$cluster_child" 2>/dev/null || break; sleep 0.1; done
   fi
-  local ns pid
+  if [ "$verbose" = 1 ]; then
+    for ns in "${cluster_made[@]}"; do
+      for pid in $(ip netns pids "$ns" 2>/dev/null); do
+        echo "$prog: ending ${ns#"$cluster_prefix"-}'s process $pid: $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-160)" >&2
+      done
+    done
+  fi
   for ns in "${cluster_made[@]}"; do
     for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -TERM "$pid" 2>/dev/null || true; done
   done
@@ -60,7 +69,21 @@ cluster_cleanup() {
     ip netns delete "$ns" 2>/dev/null || true
     rm -rf "/etc/netns/$ns"
   done
+  if [ -n "$cluster_child" ]; then wait "$cluster_child" 2>/dev/null || true; fi
   if [ -n "$cluster_dir" ]; then rm -rf "$cluster_dir"; fi
+}
+
+# Namespaces named after this process's PID can only be left from an earlier
+# run that was killed with SIGKILL (e.g. by a test harness's timeout) and
+# whose PID is ours again: nothing can use them any more, so they go.
+cluster_remove_stale() {
+  local ns pid
+  for ns in $(ip netns list 2>/dev/null | awk -v p="$cluster_prefix-" 'index($1, p) == 1 { print $1 }'); do
+    echo "$prog: removing $ns, left from an earlier run killed with this PID" >&2
+    for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null || true; done
+    ip netns delete "$ns" 2>/dev/null || true
+  done
+  rm -rf "/etc/netns/$cluster_prefix-"*
 }
 
 cluster_add_ns() { # name
@@ -92,6 +115,7 @@ cluster_shape() { # ns dev delay
 cluster_build() {
   local hub="$cluster_prefix-hub" k ns hosts boot_id
   boot_id=$(cat /proc/sys/kernel/random/boot_id)
+  cluster_remove_stale
   cluster_dir=$(mktemp -d "${TMPDIR:-/tmp}/$cluster_prefix.XXXXXX")
   cluster_add_ns "$hub"
   cluster_ip "$hub" "create the switch (a bridge; kernel module bridge)" link add br0 type bridge
