@@ -211,9 +211,11 @@ __global__ void k_tq_decode(const uint8_t *body, const uint64_t *off, const uint
 static size_t topkq_decode_add(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, size_t len,
                                float *acc, size_t n)
 {
-    uint32_t *idx = (uint32_t *)malloc((n ? n : 1) * sizeof(uint32_t));
+    /* The indices first, as the CPU checks them first (errors agree). */
+    const uint8_t *d = body_to_device(ctx, s, body, len);
+    uint32_t *didx = NULL;
     uint64_t *off = NULL;
-    size_t k = 0, r = idx ? gcmpi_gpu_host_index_decode(body, len, n, idx, &k) : GC_ERR(ALLOC);
+    size_t k = 0, r = d ? gpu_sparse_indices(ctx, s, body, len, n, d, &k, &didx) : GC_ERR(ALLOC);
     size_t pos = r, bucket = 1, nbk = 0;
     /* topkq_open's walk over the bucket heads. */
     if (!gc_is_error(r)) {
@@ -245,25 +247,20 @@ static size_t topkq_decode_add(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *bo
     }
     if (!gc_is_error(r) && pos != len) r = GC_ERR(CORRUPT);
     if (!gc_is_error(r) && k) {
-        uint8_t *d = body_to_device(ctx, s, body, len);
-        uint32_t *didx = (uint32_t *)scratch_get(ctx, s, k * sizeof(uint32_t));
         uint64_t *doff = (uint64_t *)scratch_get(ctx, s, nbk * sizeof(uint64_t));
-        if (!d || !didx || !doff) {
+        if (!doff) {
             r = GC_ERR(ALLOC);
-        } else if (cudaMemcpyAsync(didx, idx, k * sizeof(uint32_t), cudaMemcpyHostToDevice,
-                                   ctx->stream) != cudaSuccess
-                   || cudaMemcpyAsync(doff, off, nbk * sizeof(uint64_t), cudaMemcpyHostToDevice,
-                                      ctx->stream) != cudaSuccess) {
+        } else if (cudaMemcpyAsync(doff, off, nbk * sizeof(uint64_t), cudaMemcpyHostToDevice,
+                                   ctx->stream) != cudaSuccess) {
             r = GC_ERR(GENERIC);
         } else {
             k_tq_decode<<<blocks_for(k, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(
                 d, doff, didx, k, bucket, acc);
-            r = sync_status(ctx);  /* idx and off are freed below */
+            r = sync_status(ctx);  /* off is freed below */
         }
     } else if (!gc_is_error(r)) {
         r = 0;
     }
-    free(idx);
     free(off);
     return gc_is_error(r) ? r : 0;
 }

@@ -6,10 +6,16 @@
 /* Declared for C++ in gpu_sparse.cuh; internal to libgcmpi_gpu. */
 GC_INTERNAL size_t gcmpi_gpu_host_index_decode(const uint8_t *body, size_t len, size_t n,
                                                uint32_t *idx, size_t *k);
+GC_INTERNAL size_t gcmpi_gpu_host_index_open(const uint8_t *body, size_t len, size_t n, size_t *k);
 GC_INTERNAL size_t gcmpi_gpu_host_sparse_open(const uint8_t *body, size_t len, size_t n,
                                               size_t *k, size_t *vals_off);
 GC_INTERNAL size_t gcmpi_gpu_host_sparse_decode(const uint8_t *body, size_t len, size_t n,
                                                 uint32_t *idx, size_t *k, size_t *vals_off);
+
+size_t gcmpi_gpu_host_index_open(const uint8_t *body, size_t len, size_t n, size_t *k)
+{
+    return gc_sparse_index_open(body, len, n, k);
+}
 
 size_t gcmpi_gpu_host_index_decode(const uint8_t *body, size_t len, size_t n, uint32_t *idx,
                                    size_t *k)

@@ -239,6 +239,32 @@ static size_t delta_decode_device(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t 
     return r;
 }
 
+size_t gpu_sparse_indices(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, size_t len,
+                          size_t n, const uint8_t *dbody, size_t *k, uint32_t **didx)
+{
+    const size_t section = gcmpi_gpu_host_index_open(body, len, n, k);
+    if (gc_is_error(section) || *k == 0) return section;
+    *didx = (uint32_t *)scratch_get(ctx, s, *k * sizeof(uint32_t));
+    if (!*didx) return GC_ERR(ALLOC);
+    size_t r;
+    if (body[4] == SPARSE_BITMAP_MODE) {
+        /* A bitmap (k near n / 8 or more): decoded on the host. */
+        uint32_t *idx = (uint32_t *)malloc(*k * sizeof(uint32_t));
+        if (!idx) return GC_ERR(ALLOC);
+        size_t kk = 0;
+        r = gcmpi_gpu_host_index_decode(body, len, n, idx, &kk);
+        if (!gc_is_error(r)
+            && cudaMemcpyAsync(*didx, idx, kk * sizeof(uint32_t), cudaMemcpyHostToDevice, ctx->stream)
+                   != cudaSuccess)
+            r = GC_ERR(GENERIC);
+        if (!gc_is_error(r)) r = sync_status(ctx);  /* idx is freed below */
+        free(idx);
+    } else {
+        r = delta_decode_device(ctx, s, body, dbody, *k, n, *didx);
+    }
+    return gc_is_error(r) ? r : section;
+}
+
 size_t gpu_sparse_decode_add(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, size_t len,
                              float *acc, size_t n)
 {
@@ -246,22 +272,9 @@ size_t gpu_sparse_decode_add(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body
     size_t r = gcmpi_gpu_host_sparse_open(body, len, n, &k, &vals_off);
     if (gc_is_error(r) || k == 0) return r;
     const uint8_t *dbody = body_to_device(ctx, s, body, len);
-    uint32_t *didx = (uint32_t *)scratch_get(ctx, s, k * sizeof(uint32_t));
-    if (!dbody || !didx) return GC_ERR(ALLOC);
-    if (body[4] == SPARSE_BITMAP_MODE) {
-        /* A bitmap (k near n / 8 or more): decoded on the host. */
-        uint32_t *idx = (uint32_t *)malloc(k * sizeof(uint32_t));
-        if (!idx) return GC_ERR(ALLOC);
-        r = gcmpi_gpu_host_sparse_decode(body, len, n, idx, &k, &vals_off);
-        if (!gc_is_error(r)
-            && cudaMemcpyAsync(didx, idx, k * sizeof(uint32_t), cudaMemcpyHostToDevice, ctx->stream)
-                   != cudaSuccess)
-            r = GC_ERR(GENERIC);
-        if (!gc_is_error(r)) r = sync_status(ctx);  /* idx is freed below */
-        free(idx);
-    } else {
-        r = delta_decode_device(ctx, s, body, dbody, k, n, didx);
-    }
+    if (!dbody) return GC_ERR(ALLOC);
+    uint32_t *didx = NULL;
+    r = gpu_sparse_indices(ctx, s, body, len, n, dbody, &k, &didx);
     if (gc_is_error(r)) return r;
     k_sparse_scatter_add<<<blocks_for(k, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(
         didx, k, dbody + vals_off, acc);

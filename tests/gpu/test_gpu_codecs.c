@@ -354,8 +354,9 @@ static void test_errors(void)
 
     /* Corrupt bodies of the other codecs are refused as the CPU refuses
      * them (the device decode checks what the CPU decode checks). */
-    /* topk's delta indices (13 elements, k 2: indices 0 and 1, width 1,
-     * body+5 the width, body+6 the deltas) are checked on the device. */
+    /* topk's and topkq's delta indices (13 elements, k 2: indices 0 and 1,
+     * width 1, body+5 the width, body+6 the deltas) are checked on the
+     * device. */
     enum { DELTAS = GC_HEADER_SIZE + 6 };
     static const struct { const char *codec; size_t at; unsigned char x; size_t at2; unsigned char x2; } bad[] = {
         {"natural", GC_HEADER_SIZE + 4 + 1 + 3, 0x80, 0, 0},   /* code 128: a signed zero */
@@ -368,6 +369,7 @@ static void test_errors(void)
         {"topk", DELTAS, 0x00, 0, 0},                          /* deltas 0, 0: not increasing */
         {"topk", DELTAS - 1, 4, DELTAS, 0xFC},                 /* width 4: 12 + 15 is past n */
         {"topkq", GC_HEADER_SIZE + 11, 9, 0, 0},               /* width 9 (k 2: 2 index bytes) */
+        {"topkq", DELTAS, 0x00, 0, 0},                         /* its deltas 0, 0 (as topk's) */
         {"randk", GC_HEADER_SIZE + 12, 2, 0, 0},               /* unknown flag */
         {"powersgd", GC_HEADER_SIZE + 8, 0, 0, 0},             /* rank 0 */
     };
