@@ -35,14 +35,15 @@
 #define REPEATS 5
 #define CODEC_FLOATS (NODE_LARGE_BYTES / sizeof(float))
 
-/* A third, larger point where the link is fast enough that it costs
- * little: the 1 MiB allreduce scaled up to about this long, at most
- * BIG_FACTOR times; 0 (not measured) where the factor stays below 2. Over
+/* A third, larger point: the 1 MiB allreduce scaled up to about this
+ * long, at most BIG_FACTOR times, at least SLOW_FACTOR times. Over
  * shared memory the 1 MiB points run from cache and put a 64 MiB
  * passthrough at a third of its time. */
 #define BIG_TARGET_S 0.01
 #define BIG_FACTOR 16
 #define BIG_REPEATS 3 /* runs of every large point: each costs more */
+#define SLOW_FACTOR 4 /* the least third point, where the link is slow */
+#define SLOW_REPEATS 2 /* its runs: one was 1.7x off at 1 Gbit/s on a busy host */
 
 /* The figures that are agreed, as one array of doubles: per communicator
  * (flat, between leaders) the three primitives at two sizes, at the large
@@ -162,18 +163,26 @@ static void measure_comm(MPI_Comm comm, double *f, uint8_t *a, uint8_t *b, size_
     if (PMPI_Allreduce(&f[1], &slowest, 1, MPI_DOUBLE, MPI_MAX, comm) != MPI_SUCCESS) return;
     size_t factor = slowest > 0 ? (size_t)(BIG_TARGET_S / slowest) : 0;
     if (factor > BIG_FACTOR) factor = BIG_FACTOR;
+    int repeats = BIG_REPEATS;
+    if (factor < SLOW_FACTOR) {
+        /* A slow link: SLOW_REPEATS runs at SLOW_FACTOR x. Its large calls take
+         * another algorithm than 1 MiB (Open MPI: ring, not recursive
+         * doubling, which sends the whole vector across the node link
+         * log2(p) times), and the 1 MiB slope put a 64 MiB passthrough
+         * between two emulated nodes at 2x its measured time. */
+        factor = SLOW_FACTOR;
+        repeats = SLOW_REPEATS;
+    }
     size_t gfactor = factor;
     while (gfactor > 1 && LARGE_GATHER_BYTES * gfactor * (size_t)p > cap) gfactor /= 2;
-    if (factor >= 2) {
-        const size_t x = LARGE_BYTES * factor;
-        f[F_X - F_AR1] = (double)x;
-        f[F_AR3 - F_AR1] = time_prim_n(PRIM_ALLREDUCE, comm, a, b, x, BIG_REPEATS);
-        f[F_A2A3 - F_AR1] = time_prim_n(PRIM_ALLTOALL, comm, a, b, x, BIG_REPEATS);
-    }
+    const size_t x = LARGE_BYTES * factor;
+    f[F_X - F_AR1] = (double)x;
+    f[F_AR3 - F_AR1] = time_prim_n(PRIM_ALLREDUCE, comm, a, b, x, repeats);
+    f[F_A2A3 - F_AR1] = time_prim_n(PRIM_ALLTOALL, comm, a, b, x, repeats);
     if (gfactor >= 2) {
-        const size_t x = LARGE_GATHER_BYTES * gfactor;
-        f[F_XG - F_AR1] = (double)x;
-        f[F_AG3 - F_AR1] = time_prim_n(PRIM_ALLGATHER, comm, a, b, x, BIG_REPEATS);
+        const size_t xg = LARGE_GATHER_BYTES * gfactor;
+        f[F_XG - F_AR1] = (double)xg;
+        f[F_AG3 - F_AR1] = time_prim_n(PRIM_ALLGATHER, comm, a, b, xg, repeats);
     }
 }
 
@@ -192,9 +201,29 @@ static void synthetic_gradient(float *x, size_t n)
 /* With error feedback on (lossy codecs), the encode adds and updates a
  * residual as every call does: about twice the work of a bare encode, which
  * the model once took for the call's and so put compressed calls at half
- * their measured time. */
-static void measure_codec(gcmpi_coll_ctx *ctx, double *f, float *x, float *acc, float *residual,
-                          uint8_t *payload, size_t cap)
+ * their measured time.
+ *
+ * A call waits for its slowest rank, and every rank encodes at once there:
+ * ranks of a node share its cores and memory bandwidth and slow each other.
+ * So each run starts the ranks of a node at a barrier and ends at the next
+ * one, and its figure is the longest such time over all ranks (one
+ * PMPI_Allreduce, MAX): the time until a node's ranks have all encoded.
+ * Timed alone on each rank, 8 ranks on 2 cores ran their short encodes one
+ * time slice each, unpreempted, and the model put a sign encode of 16 MiB
+ * at 4 ms where the call's took 17. The barriers are the node's: over a
+ * slow link they would add its latency to the codec's figure. Collective
+ * over ctx->comm; every rank runs the same calls whatever its codec
+ * returns. */
+static int time_all_ranks(MPI_Comm comm, MPI_Comm node, double t0, double *longest)
+{
+    int rc = PMPI_Barrier(node);
+    const double t = PMPI_Wtime() - t0;
+    if (rc == MPI_SUCCESS) rc = PMPI_Allreduce(&t, longest, 1, MPI_DOUBLE, MPI_MAX, comm);
+    return rc;
+}
+
+static void measure_codec(gcmpi_coll_ctx *ctx, MPI_Comm node, double *f, float *x, float *acc,
+                          float *residual, uint8_t *payload, size_t cap)
 {
     const gcmpi_config *cfg = ctx->cfg;
     const size_t n = CODEC_FLOATS;
@@ -202,19 +231,24 @@ static void measure_codec(gcmpi_coll_ctx *ctx, double *f, float *x, float *acc, 
     synthetic_gradient(x, n);
     double enc = INFINITY, dec = INFINITY;
     size_t len = 0;
+    int failed = 0;
     for (int i = 0; i < 3; i++) {
         if (ef) memset(residual, 0, n * sizeof(float));
-        double t0 = PMPI_Wtime();
-        len = gc_encode(cfg->codec, x, ef ? residual : NULL, n, &cfg->params, 1, payload, cap,
-                        ctx->ws);
-        double t1 = PMPI_Wtime();
-        if (gc_is_error(len)) break;
         memset(acc, 0, n * sizeof(float));
-        double t2 = PMPI_Wtime();
-        gc_decode_add_as(cfg->codec, payload, len, acc, n, ctx->ws);
-        double t3 = PMPI_Wtime();
-        if (t1 - t0 < enc) enc = t1 - t0;
-        if (t3 - t2 < dec) dec = t3 - t2;
+        double te = INFINITY, td = INFINITY;
+        int rc = PMPI_Barrier(node);
+        double t0 = PMPI_Wtime();
+        if (!failed)
+            len = gc_encode(cfg->codec, x, ef ? residual : NULL, n, &cfg->params, 1, payload,
+                            cap, ctx->ws);
+        failed = failed || gc_is_error(len);
+        if (rc == MPI_SUCCESS) rc = time_all_ranks(ctx->comm, node, t0, &te);
+        t0 = PMPI_Wtime();
+        if (!failed) gc_decode_add_as(cfg->codec, payload, len, acc, n, ctx->ws);
+        if (rc == MPI_SUCCESS) rc = time_all_ranks(ctx->comm, node, t0, &td);
+        if (failed || rc != MPI_SUCCESS) continue;
+        if (te < enc) enc = te;
+        if (td < dec) dec = td;
     }
     const double bytes = (double)(n * sizeof(float));
     f[C_ENC] = isfinite(enc) ? enc / bytes : 0.0;
@@ -274,7 +308,7 @@ static int measure(gcmpi_coll_ctx *ctx, gcmpi_nodes *nodes, double *f)
                                        BIG_REPEATS);
             }
         }
-        measure_codec(ctx, f, (float *)a, (float *)b, residual, pay, codec_cap);
+        measure_codec(ctx, nodes->node, f, (float *)a, (float *)b, residual, pay, codec_cap);
     } else if (rc == MPI_SUCCESS) {
         rc = MPI_ERR_NO_MEM;
     }
