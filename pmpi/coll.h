@@ -100,6 +100,12 @@ typedef struct gcmpi_nodes {
     int *counts, *displs; /* node_size entries each: hier's chunk layout of
                            the current call (not in scratch: the algorithm
                            between nodes uses every scratch slot)          */
+    int *by_node;       /* the communicator's ranks node by node (node_index
+                           order), each node's in rank order: p entries      */
+    int *node_start;    /* n_nodes + 1 entries: node k's ranks are
+                           by_node[node_start[k] .. node_start[k + 1] - 1]   */
+    int *node_counts, *node_displs; /* n_nodes entries each: the node-by-node
+                           payload all-gather's layout of the current call  */
     int shm_possible;   /* the node's ranks share memory (node_shm.h)        */
     struct gcmpi_node_shm *shm; /* its window, made on first use             */
 } gcmpi_nodes;
@@ -110,6 +116,10 @@ typedef struct gcmpi_nodes {
  * emulating several nodes; the last node may be smaller). Collective over
  * comm. Returns an MPI error code; *out is NULL on failure. */
 int gcmpi_nodes_create(MPI_Comm comm, int node_size, gcmpi_nodes **out);
+/* The same with this rank's node named by color (>= 0; ranks of one color
+ * form a node, in rank order), or by shared memory when color < 0: nodes
+ * that are not consecutive ranks, as a round-robin placement makes them. */
+int gcmpi_nodes_create_by_color(MPI_Comm comm, int color, gcmpi_nodes **out);
 void gcmpi_nodes_free(gcmpi_nodes *nodes);
 
 /* GCMPI_ALGO=auto (coll_auto.c): the agreed cost model of a communicator
@@ -164,6 +174,9 @@ typedef struct gcmpi_coll_ctx {
                                   model, kept by the owner; NULL: hier
                                   builds a split per call, auto uses the
                                   rule                                      */
+    gcmpi_nodes *gather_nodes; /* non-NULL: payload all-gathers go
+                                  node by node (the compressed
+                                  MPI_Allgather under hier or auto)         */
 } gcmpi_coll_ctx;
 
 /* The algorithm auto picks (or cfg->algo when forced) for this call.

@@ -5,8 +5,45 @@
  * Best for sparse codecs and small p: each rank receives p payloads.
  *
  * Also the payload all-gather that rsag's second half and the compressed
- * MPI_Allgather use. */
+ * MPI_Allgather use; for the latter, node by node where ctx->gather_nodes
+ * says so: the node's payloads gathered to its leader, the leaders'
+ * bundles all-gathered between nodes, the whole set broadcast inside each
+ * node. Every payload then crosses the link between two nodes once, where
+ * a ring all-gather over all ranks carries each across every link between
+ * nodes that lies on the ring (both of them with two nodes). */
 #include "coll_impl.h"
+
+/* Payloads laid out node by node in recv (counts and displs per global
+ * rank, in units of type, each node's contiguous): gather, exchange
+ * between leaders, broadcast. The leader broadcasts even when its exchange
+ * failed, then its code, so no rank of a node waits and all return alike. */
+static int gather_node_by_node(gcmpi_nodes *n, uint8_t *send, uint8_t *recv, size_t unit,
+                               const int *counts, const int *displs, int total, MPI_Datatype type)
+{
+    const int first = n->node_start[n->node_index];
+    const int base = displs[n->by_node[first]];
+    for (int i = 0; i < n->node_size; i++) {
+        const int r = n->by_node[first + i];
+        n->counts[i] = counts[r];
+        n->displs[i] = displs[r] - base;
+    }
+    int rc = PMPI_Gatherv(send, n->counts[n->node_rank], type, recv + (size_t)base * unit,
+                          n->counts, n->displs, type, 0, n->node);
+    int between = rc;
+    if (rc == MPI_SUCCESS && n->leaders != MPI_COMM_NULL) {
+        for (int k = 0; k < n->n_nodes; k++) {
+            const int lo = n->node_start[k], hi = n->node_start[k + 1];
+            const int last = n->by_node[hi - 1];
+            n->node_displs[k] = displs[n->by_node[lo]];
+            n->node_counts[k] = displs[last] + counts[last] - n->node_displs[k];
+        }
+        between = PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, n->node_counts,
+                                  n->node_displs, type, n->leaders);
+    }
+    if (rc == MPI_SUCCESS) rc = PMPI_Bcast(recv, total, type, 0, n->node);
+    if (rc == MPI_SUCCESS) rc = PMPI_Bcast(&between, 1, MPI_INT, 0, n->node);
+    return rc != MPI_SUCCESS ? rc : between;
+}
 
 int gcmpi_coll_allgather_payloads(gcmpi_coll_ctx *ctx, uint8_t *send, size_t len,
                                   size_t max_len, gcmpi_gathered *got)
@@ -34,10 +71,13 @@ int gcmpi_coll_allgather_payloads(gcmpi_coll_ctx *ctx, uint8_t *send, size_t len
     rc = gcmpi_coll_first_failure(sizes, p);
     if (rc != MPI_SUCCESS) return rc;
 
-    size_t total = 0;
-    for (int r = 0; r < p; r++) {
-        /* Every rank sees the same sizes, so this refusal is agreed too. */
+    /* Every rank sees the same sizes, so this refusal is agreed too. */
+    for (int r = 0; r < p; r++)
         if (sizes[r] > (int64_t)max_len) return MPI_ERR_OTHER;
+    gcmpi_nodes *nodes = ctx->gather_nodes;
+    size_t total = 0;
+    for (int j = 0; j < p; j++) {
+        const int r = nodes ? nodes->by_node[j] : j; /* node by node, or rank order */
         size_t units = gcmpi_wire_units((size_t)sizes[r], unit);
         counts[r] = (int)units;
         displs[r] = (int)total;
@@ -52,9 +92,23 @@ int gcmpi_coll_allgather_payloads(gcmpi_coll_ctx *ctx, uint8_t *send, size_t len
     if (rc != MPI_SUCCESS) return rc;
     gcmpi_wire_pad(send, len, unit);
     t0 = PMPI_Wtime();
-    rc = PMPI_Allgatherv(send, counts[ctx->rank], type, recv, counts, displs, type, ctx->comm);
+    if (nodes) {
+        rc = gather_node_by_node(nodes, send, recv, unit, counts, displs, (int)total, type);
+        /* A leader sends its node's bundle and the whole set to its node;
+         * the others their own payload. */
+        if (nodes->leaders != MPI_COMM_NULL) {
+            const int k = nodes->node_index;
+            st->bytes_sent +=
+                ((uint64_t)nodes->node_counts[k] + (nodes->node_size > 1 ? total : 0)) * unit;
+        } else {
+            st->bytes_sent += (uint64_t)counts[ctx->rank] * unit;
+        }
+    } else {
+        rc = PMPI_Allgatherv(send, counts[ctx->rank], type, recv, counts, displs, type,
+                             ctx->comm);
+        st->bytes_sent += (uint64_t)counts[ctx->rank] * unit;
+    }
     st->comm_s += PMPI_Wtime() - t0;
-    st->bytes_sent += (uint64_t)counts[ctx->rank] * unit;
     gcmpi_wire_type_free(&type);
     if (rc != MPI_SUCCESS) return rc;
 

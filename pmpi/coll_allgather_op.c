@@ -1,7 +1,8 @@
 /* coll_allgather_op.c — MPI_Allgather of floats, compressed: each rank
  * encodes its block with its residual, sizes are exchanged, the payloads
- * are all-gathered with PMPI_Allgatherv, and every rank decodes every block
- * (its own included, so all ranks hold identical bytes) into place. */
+ * are all-gathered (with PMPI_Allgatherv, or node by node under hier and
+ * auto: coll_allgather.c), and every rank decodes every block (its own
+ * included, so all ranks hold identical bytes) into place. */
 #include "coll_impl.h"
 
 static int allgather_blocks(gcmpi_coll_ctx *ctx, const float *block, float *out, size_t count,
@@ -35,7 +36,9 @@ int gcmpi_allgather_compressed(gcmpi_coll_ctx *ctx, const float *block, float *o
     memset(ctx->stats, 0, sizeof *ctx->stats);
     ctx->stats->bytes_offered = (uint64_t)count * sizeof(float);
     /* count is the same on every rank: an empty call is a no-op everywhere. */
-    int rc = count ? allgather_blocks(ctx, block, out, count, ef) : MPI_SUCCESS;
+    int rc = count ? gcmpi_coll_gather_by_node(ctx) : MPI_SUCCESS;
+    if (count && rc == MPI_SUCCESS) rc = allgather_blocks(ctx, block, out, count, ef);
+    ctx->gather_nodes = NULL;
     ctx->stats = caller_stats;
     return rc;
 }

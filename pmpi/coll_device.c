@@ -455,7 +455,9 @@ int gcmpi_device_allgather_compressed(gcmpi_coll_ctx *ctx, const float *block, f
     memset(ctx->stats, 0, sizeof *ctx->stats);
     ctx->stats->bytes_offered = (uint64_t)count * sizeof(float);
     gcmpi_gathered got;
-    int rc = encode_and_gather(ctx, block, count, ef, &got);
+    int rc = gcmpi_coll_gather_by_node(ctx);
+    if (rc == MPI_SUCCESS) rc = encode_and_gather(ctx, block, count, ef, &got);
+    ctx->gather_nodes = NULL;
     size_t d = 0;
     double t0 = PMPI_Wtime();
     for (int r = 0; rc == MPI_SUCCESS && r < ctx->size && !gc_is_error(d); r++)

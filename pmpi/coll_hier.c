@@ -52,15 +52,38 @@ void gcmpi_nodes_free(gcmpi_nodes *n)
     free(n);
 }
 
+/* by_node and node_start from every rank's node index (in node_counts),
+ * a counting sort that keeps rank order inside a node. */
+static void order_by_node(gcmpi_nodes *n, int size)
+{
+    const int *node_of = n->node_counts;
+    for (int k = 0; k <= n->n_nodes; k++) n->node_start[k] = 0;
+    for (int r = 0; r < size; r++) n->node_start[node_of[r] + 1]++;
+    for (int k = 0; k < n->n_nodes; k++) n->node_start[k + 1] += n->node_start[k];
+    int *next = n->node_displs; /* scratch: n_nodes entries */
+    for (int k = 0; k < n->n_nodes; k++) next[k] = n->node_start[k];
+    for (int r = 0; r < size; r++) n->by_node[next[node_of[r]]++] = r;
+}
+
 int gcmpi_nodes_create(MPI_Comm comm, int node_size, gcmpi_nodes **out)
+{
+    int rank;
+    PMPI_Comm_rank(comm, &rank);
+    /* GCMPI_NODE_SIZE is part of the configuration hash that all ranks
+     * compared at MPI_Init, so every rank splits by the same q. */
+    return gcmpi_nodes_create_by_color(comm, node_size > 0 ? rank / node_size : -1, out);
+}
+
+int gcmpi_nodes_create_by_color(MPI_Comm comm, int color, gcmpi_nodes **out)
 {
     *out = NULL;
     int rank, size, rc;
     PMPI_Comm_rank(comm, &rank);
     PMPI_Comm_size(comm, &size);
     gcmpi_nodes *n = calloc(1, sizeof *n);
-    /* A node has at most size ranks: room for the chunk layout. */
-    if (n) n->counts = malloc(2 * (size_t)size * sizeof *n->counts);
+    /* A node has at most size ranks, and there are at most size nodes:
+     * room for the chunk layout, the node order and the nodes' layout. */
+    if (n) n->counts = malloc((6 * (size_t)size + 1) * sizeof *n->counts);
     int ok = n && n->counts, all_ok = 0;
     /* Every rank learns whether every rank could allocate before the
      * collective splits, so a failure returns everywhere. */
@@ -71,10 +94,8 @@ int gcmpi_nodes_create(MPI_Comm comm, int node_size, gcmpi_nodes **out)
         return rc != MPI_SUCCESS ? rc : MPI_ERR_NO_MEM;
     }
     n->node = n->leaders = n->column = MPI_COMM_NULL;
-    /* GCMPI_NODE_SIZE is part of the configuration hash that all ranks
-     * compared at MPI_Init, so every rank splits by the same q. */
-    if (node_size > 0)
-        rc = PMPI_Comm_split(comm, rank / node_size, rank, &n->node);
+    if (color >= 0)
+        rc = PMPI_Comm_split(comm, color, rank, &n->node);
     else
         rc = PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &n->node);
     if (rc == MPI_SUCCESS) {
@@ -91,14 +112,22 @@ int gcmpi_nodes_create(MPI_Comm comm, int node_size, gcmpi_nodes **out)
     if (rc == MPI_SUCCESS && n->leaders != MPI_COMM_NULL) PMPI_Comm_rank(n->leaders, &n->node_index);
     if (rc == MPI_SUCCESS) rc = PMPI_Bcast(&n->node_index, 1, MPI_INT, 0, n->node);
     if (rc == MPI_SUCCESS) rc = gcmpi_node_shm_possible(n->node, &n->shm_possible);
+    n->displs = n->counts + size;
+    n->by_node = n->displs + size;
+    n->node_start = n->by_node + size;
+    n->node_counts = n->node_start + size + 1;
+    n->node_displs = n->node_counts + size;
+    /* Every rank's node (the leaders' order), into node_counts for now. */
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Allgather(&n->node_index, 1, MPI_INT, n->node_counts, 1, MPI_INT, comm);
     if (rc != MPI_SUCCESS) {
         gcmpi_nodes_free(n);
         return rc;
     }
     n->n_nodes = sums[0];
-    n->displs = n->counts + n->node_size;
     n->max_node_size = sums[1];
     n->min_node_size = smallest;
+    order_by_node(n, size);
     *out = n;
     return MPI_SUCCESS;
 }
@@ -271,4 +300,18 @@ int gcmpi_allreduce_hier(gcmpi_coll_ctx *ctx, const float *in, float *out, size_
     }
     if (owned) gcmpi_nodes_free(n);
     return rc != MPI_SUCCESS ? rc : inner_rc;
+}
+
+int gcmpi_coll_gather_by_node(gcmpi_coll_ctx *ctx)
+{
+    ctx->gather_nodes = NULL;
+    const gcmpi_algo algo = ctx->cfg->algo;
+    if (!ctx->cache || (algo != GCMPI_ALGO_HIER && algo != GCMPI_ALGO_AUTO)) return MPI_SUCCESS;
+    gcmpi_nodes *n;
+    int owned;
+    const int rc = nodes_of(ctx, &n, &owned);
+    if (rc != MPI_SUCCESS) return rc;
+    /* One node, or a node per rank: the flat all-gather is the same path. */
+    if (n->n_nodes > 1 && n->n_nodes < ctx->size) ctx->gather_nodes = n;
+    return MPI_SUCCESS;
 }

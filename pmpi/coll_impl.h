@@ -50,6 +50,11 @@ int gcmpi_hier_scatter_style(const gcmpi_config *cfg, const gcmpi_nodes *n, size
 /* 1 when n is one node whose ranks share a window: hier is then the
  * window's exact allreduce, nothing compressed. */
 int gcmpi_hier_one_node_window(const gcmpi_config *cfg, const gcmpi_nodes *n, size_t count);
+/* Sets ctx->gather_nodes for a compressed MPI_Allgather: the
+ * communicator's node split (built on first use: collective) where
+ * GCMPI_ALGO is hier or auto, ctx has a cache, and there are several nodes
+ * of which one at least holds several ranks; else NULL. */
+int gcmpi_coll_gather_by_node(gcmpi_coll_ctx *ctx);
 int gcmpi_allreduce_sparse_rd(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t count,
                               gcmpi_ef_slot *ef);
 

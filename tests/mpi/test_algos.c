@@ -1164,6 +1164,66 @@ static void test_allgather_op_places_every_block(harness *h)
         }
 }
 
+/* The compressed MPI_Allgather node by node (hier, auto) leaves the same
+ * bytes as the flat one, from the same fresh residuals, whatever the
+ * nodes: consecutive blocks, an uneven last node, and nodes that are not
+ * consecutive ranks (round robin); a leader then hands MPI more than its
+ * own payload, which shows the node path ran. */
+static void test_allgather_op_by_node_equals_flat(harness *h)
+{
+    const int p = h->ctx.size;
+    const size_t n = 2051;
+    static const char *const codecs[] = {"none", "int8", "topk"};
+    float *block = malloc(n * sizeof(float));
+    float *flat = malloc((size_t)p * n * sizeof(float)), *out = malloc((size_t)p * n * sizeof(float));
+    float *res = malloc(n * sizeof(float));
+    for (int split = 0; split < 3 && p > 2; split++) {
+        /* 0: nodes of 2, 1: nodes of p-1 and 1, 2: even and odd ranks */
+        gcmpi_coll_cache_free(&h->cache);
+        h->cfg.algo = GCMPI_ALGO_HIER;
+        gcmpi_nodes *nodes = NULL;
+        const int color = split == 0 ? h->ctx.rank / 2
+                          : split == 1 ? h->ctx.rank / (p - 1)
+                                       : h->ctx.rank % 2;
+        int rc = gcmpi_nodes_create_by_color(h->ctx.comm, color, &nodes);
+        CHECK(rc == MPI_SUCCESS && nodes, "split %d: nodes rc %d", split, rc);
+        if (!nodes) break;
+        h->cache.nodes = nodes;
+        for (size_t c = 0; c < sizeof codecs / sizeof codecs[0]; c++) {
+            use_codec(h, codecs[c]);
+            fill_laplace(block, n, h->ctx.rank + 10 * (int)c);
+            const uint64_t seed = h->ctx.call_seed;
+            gcmpi_ef_slot ef = {.residual = res, .fresh = 1};
+
+            h->cfg.algo = GCMPI_ALGO_ALLGATHER; /* flat */
+            memset(res, 0, n * sizeof(float));
+            rc = gcmpi_allgather_compressed(&h->ctx, block, flat, n, &ef);
+            CHECK(rc == MPI_SUCCESS, "%s flat: rc %d", codecs[c], rc);
+            const uint64_t flat_sent = h->stats.bytes_sent;
+
+            h->cfg.algo = split == 2 ? GCMPI_ALGO_AUTO : GCMPI_ALGO_HIER;
+            h->ctx.call_seed = seed;
+            memset(res, 0, n * sizeof(float));
+            ef.fresh = 1;
+            rc = gcmpi_allgather_compressed(&h->ctx, block, out, n, &ef);
+            CHECK(rc == MPI_SUCCESS, "%s split %d: rc %d", codecs[c], split, rc);
+            CHECK(memcmp(flat, out, (size_t)p * n * sizeof(float)) == 0,
+                  "%s split %d: node by node differs from flat", codecs[c], split);
+            if (nodes->node_rank == 0 && nodes->node_size > 1)
+                CHECK(h->stats.bytes_sent > flat_sent,
+                      "%s split %d: leader sent %llu, flat %llu: node path not taken", codecs[c],
+                      split, (unsigned long long)h->stats.bytes_sent,
+                      (unsigned long long)flat_sent);
+            if (strcmp(codecs[c], "none") == 0)
+                CHECK(memcmp(out + (size_t)h->ctx.rank * n, block, n * sizeof(float)) == 0,
+                      "none split %d: own block changed", split);
+        }
+    }
+    gcmpi_coll_cache_free(&h->cache);
+    h->cfg.algo = GCMPI_ALGO_AUTO;
+    free(block), free(flat), free(out), free(res);
+}
+
 /* A slot as the shim makes it under GCMPI_MOMENTUM: codec state, then u and
  * the application's momentum (2n floats). */
 static void ef_alloc_momentum(ef_buf *e, harness *h, gcmpi_algo algo, size_t n)
@@ -1358,6 +1418,7 @@ int main(int argc, char **argv)
         T(test_a_failed_encode_on_one_rank_fails_the_call_everywhere),
         T(test_bytes_sent_are_what_went_to_mpi),
         T(test_allgather_op_places_every_block),
+        T(test_allgather_op_by_node_equals_flat),
         T(test_auto_choice_follows_the_documented_rule),
         T(test_transparent_momentum_tracks_the_exact_momentum),
         T(test_nonfinite_inputs_behave_like_mpi_sum),
