@@ -4,7 +4,7 @@
  *   mpirun -np 4 gcmpi-coll-bench [--sizes 1M,16M] [--max-size 64M]
  *       [--codec all|LIST] [--algo all|LIST] [--ratio R] [--bits B]
  *       [--bucket N] [--rank R] [--reps N] [--warmup N] [--no-ef] [--json]
- *       [--node-size Q] [--node-shm 0|1] [--predict]
+ *       [--node-size Q] [--node-shm 0|1] [--predict] [--op allreduce|allgather]
  *
  * The bench links the library's internals (config/ and the pmpi/ collective
  * algorithms) and calls gcmpi_allreduce_compressed with a configuration
@@ -30,7 +30,12 @@
  *   pred ms                   --predict (or --algo auto): the cost model's
  *                             time for the algorithm (pmpi/cost_model.h),
  *                             from figures measured once per codec on this
- *                             communicator as GCMPI_ALGO=auto does */
+ *                             communicator as GCMPI_ALGO=auto does
+ *
+ * --op allgather times the compressed MPI_Allgather instead
+ * (gcmpi_allgather_compressed, GCMPI_ALLGATHER_CODEC's path) against
+ * PMPI_Allgather; a size is then each rank's block. Its algorithms: allgather
+ * (payloads all-gathered over all ranks) and hier or auto (node by node). */
 #include "coll_impl.h"
 #include "gcmpi_config.h"
 
@@ -55,6 +60,7 @@ typedef struct options {
     unsigned bits, rank;
     size_t bucket;
     int reps, warmup, ef, json;
+    int allgather_op; /* --op allgather */
 } options;
 
 static int world_rank, world_size;
@@ -74,6 +80,9 @@ static void usage(FILE *f)
             "  --node-shm 0|1   hier inside a node through a shared window (1, default) or\n"
             "                   MPI_Reduce_scatter and MPI_Allgatherv (0): GCMPI_NODE_SHM\n"
             "  --predict        print the cost model's prediction beside each time\n"
+            "  --op OP          allreduce (default) or allgather: the compressed MPI_Allgather\n"
+            "                   of a block of each size per rank (algorithms allgather: flat,\n"
+            "                   hier or auto: node by node)\n"
             "  --ratio R        topk/randk/dgc kept fraction (default 0.01)\n"
             "  --bits B         qsgd bits (default 4)\n"
             "  --bucket N       elements per scale (default 512)\n"
@@ -194,6 +203,9 @@ static int parse_options(options *o, int argc, char **argv)
         else if (strcmp(a, "--node-shm") == 0)
             ok = ((o->node_shm = atoi(v)) == 0 || o->node_shm == 1) ||
                  fail("bad --node-shm '%s' (0 or 1)", v);
+        else if (strcmp(a, "--op") == 0)
+            ok = (o->allgather_op = strcmp(v, "allgather") == 0) || strcmp(v, "allreduce") == 0 ||
+                 fail("bad --op '%s' (allreduce or allgather)", v);
         else if (strcmp(a, "--reps") == 0)
             ok = (o->reps = atoi(v)) > 0 || fail("bad --reps '%s'", v);
         else if (strcmp(a, "--warmup") == 0) o->warmup = atoi(v) < 0 ? 0 : atoi(v);
@@ -328,6 +340,60 @@ static void time_case(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in, flo
     free(ef.residual), free(ef.server), free(ef.state);
 }
 
+/* The compressed MPI_Allgather of n floats a rank, each timed call paired
+ * with PMPI_Allgather right before it, as time_case. */
+static void time_allgather_case(gcmpi_coll_ctx *ctx, const float *in, float *out,
+                                const float *exact, size_t n, const options *o, result *res)
+{
+    gcmpi_ef_slot ef = {0};
+    if (o->ef) {
+        ef.residual = calloc(n, sizeof(float));
+        ef.fresh = 1;
+    }
+    enum { MAX_REPS = 1024 };
+    double t[MAX_REPS], tn[MAX_REPS], enc = 0, dec = 0, comm = 0, sent = 0;
+    const int reps = o->reps < MAX_REPS ? o->reps : MAX_REPS;
+    const size_t total = n * (size_t)ctx->size;
+    int rc = MPI_SUCCESS;
+    for (int i = 0; i < o->warmup + reps && rc == MPI_SUCCESS; i++) {
+        PMPI_Barrier(ctx->comm);
+        double t0 = PMPI_Wtime();
+        PMPI_Allgather(in, (int)n, MPI_FLOAT, out, (int)n, MPI_FLOAT, ctx->comm);
+        const double dn = PMPI_Wtime() - t0;
+        PMPI_Barrier(ctx->comm);
+        t0 = PMPI_Wtime();
+        rc = gcmpi_allgather_compressed(ctx, in, out, n, o->ef ? &ef : NULL);
+        const double dt = PMPI_Wtime() - t0;
+        int any;
+        PMPI_Allreduce(&rc, &any, 1, MPI_INT, MPI_MAX, ctx->comm);
+        if (any != MPI_SUCCESS) rc = any;
+        ctx->call_seed = gcmpi_coll_mix(ctx->call_seed);
+        ef.fresh = 0;
+        if (rc != MPI_SUCCESS) break;
+        if (i == 0) res->rel_err = rel_error(exact, out, total);
+        if (i < o->warmup) continue;
+        t[i - o->warmup] = max_over_ranks(dt, ctx->comm);
+        tn[i - o->warmup] = max_over_ranks(dn, ctx->comm);
+        enc += ctx->stats->encode_s, dec += ctx->stats->decode_s, comm += ctx->stats->comm_s;
+        sent += (double)ctx->stats->bytes_sent;
+    }
+    if (rc != MPI_SUCCESS) {
+        char msg[MPI_MAX_ERROR_STRING];
+        int len = 0;
+        PMPI_Error_string(rc, msg, &len);
+        snprintf(res->error, sizeof res->error, "%s", msg);
+    } else {
+        res->ms = 1e3 * median(t, reps);
+        res->native_ms = 1e3 * median(tn, reps);
+        res->enc_ms = 1e3 * max_over_ranks(enc / reps, ctx->comm);
+        res->dec_ms = 1e3 * max_over_ranks(dec / reps, ctx->comm);
+        res->comm_ms = 1e3 * max_over_ranks(comm / reps, ctx->comm);
+        res->sent = mean_over_ranks(sent / reps, ctx->comm);
+        res->offered = (double)ctx->stats->bytes_offered;
+    }
+    free(ef.residual);
+}
+
 /* ---- output ---------------------------------------------------------------- */
 
 static void print_header(size_t bytes)
@@ -385,6 +451,35 @@ static int settle_auto(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t 
     return MPI_SUCCESS;
 }
 
+/* One row of --op allgather: flat (allgather) or node by node (hier,
+ * auto); other algorithms do not apply to MPI_Allgather. */
+static void run_allgather_op(const options *o, gcmpi_coll_ctx *ctx, gcmpi_config *cfg,
+                             const gc_codec *codec, gcmpi_algo algo, gcmpi_coll_cache *cache,
+                             const float *in, float *out, const float *exact, size_t n,
+                             size_t bytes, int *first_json)
+{
+    if (algo != GCMPI_ALGO_ALLGATHER && algo != GCMPI_ALGO_HIER && algo != GCMPI_ALGO_AUTO)
+        return;
+    gcmpi_config_defaults(cfg);
+    cfg->codec = codec;
+    cfg->params.ratio = o->ratio, cfg->params.bits = o->bits;
+    cfg->params.bucket = o->bucket, cfg->params.rank = o->rank;
+    cfg->ef = o->ef;
+    cfg->algo = algo;
+    cfg->node_size = o->node_size;
+    cfg->node_shm = o->node_shm;
+    ctx->cache = cache;
+    result r = {.algo = algo, .predicted_ms = NAN};
+    char msg[256];
+    if (gc_is_error(gc_params_check(cfg->codec, &cfg->params, msg, sizeof msg)))
+        snprintf(r.error, sizeof r.error, "%s", msg);
+    else
+        time_allgather_case(ctx, in, out, exact, n, o, &r);
+    if (world_rank == 0) print_row(gc_codec_name(codec), algo_name(algo), &r, *first_json, bytes, o->json);
+    *first_json = 0;
+    fflush(stdout);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -398,8 +493,9 @@ int main(int argc, char **argv)
     size_t max_bytes = 0;
     for (int i = 0; i < o.n_sizes; i++) max_bytes = o.sizes[i] > max_bytes ? o.sizes[i] : max_bytes;
     const size_t max_n = max_bytes / sizeof(float);
-    float *in = malloc(max_n * sizeof(float)), *out = malloc(max_n * sizeof(float));
-    float *exact = malloc(max_n * sizeof(float));
+    const size_t out_n = o.allgather_op ? max_n * (size_t)world_size : max_n;
+    float *in = malloc(max_n * sizeof(float)), *out = malloc(out_n * sizeof(float));
+    float *exact = malloc(out_n * sizeof(float));
     if (!in || !out || !exact) {
         fprintf(stderr, "gcmpi-coll-bench: rank %d: out of memory for %zu bytes\n", world_rank,
                 max_bytes);
@@ -416,7 +512,7 @@ int main(int argc, char **argv)
     PMPI_Comm_dup(MPI_COMM_WORLD, &ctx.comm);
     ctx.rank = world_rank, ctx.size = world_size;
 
-    int first_json = 1;
+    int first_json = 1, printed_model[MAX_LIST] = {0};
     if (o.json && world_rank == 0) printf("[");
     for (int s = 0; s < o.n_sizes; s++) {
         const size_t n = o.sizes[s] / sizeof(float);
@@ -426,10 +522,18 @@ int main(int argc, char **argv)
                                 "skipped\n", o.sizes[s]);
             continue;
         }
-        PMPI_Allreduce(in, exact, (int)n, MPI_FLOAT, MPI_SUM, ctx.comm);
+        if (o.allgather_op)
+            PMPI_Allgather(in, (int)n, MPI_FLOAT, exact, (int)n, MPI_FLOAT, ctx.comm);
+        else
+            PMPI_Allreduce(in, exact, (int)n, MPI_FLOAT, MPI_SUM, ctx.comm);
         if (!o.json && world_rank == 0) print_header(o.sizes[s]);
         for (int c = 0; c < o.n_codecs; c++)
             for (int a = 0; a < o.n_algos; a++) {
+                if (o.allgather_op) {
+                    run_allgather_op(&o, &ctx, &cfg, o.codecs[c], o.algos[a], &caches[c], in,
+                                     out, exact, n, o.sizes[s], &first_json);
+                    continue;
+                }
                 gcmpi_config_defaults(&cfg);
                 cfg.codec = o.codecs[c];
                 cfg.params.ratio = o.ratio, cfg.params.bits = o.bits;
@@ -454,6 +558,22 @@ int main(int argc, char **argv)
                     if (gcmpi_auto_model_of(&ctx, &model) != MPI_SUCCESS) model = NULL;
                     cfg.algo = o.algos[a];
                 }
+                if (model && !printed_model[c] && world_rank == 0) {
+                    /* The agreed figures behind every prediction of this codec. */
+                    const gcmpi_cost_env *e = &model->env;
+                    fprintf(stderr,
+                            "gcmpi-coll-bench: model %s: %d ranks, %d nodes of <= %d; encode "
+                            "%.3g GB/s, decode %.3g GB/s, payload %.4g of the input; allreduce "
+                            "of 16 MiB %.3g ms, allgather of 1 MiB blocks %.3g ms, in a node "
+                            "(16 MiB) %.3g ms\n",
+                            gc_codec_name(cfg.codec), e->p, e->n_nodes, e->node_size,
+                            e->encode_s_per_byte > 0 ? 1e-9 / e->encode_s_per_byte : 0.0,
+                            e->decode_s_per_byte > 0 ? 1e-9 / e->decode_s_per_byte : 0.0,
+                            e->payload_ratio, 1e3 * gcmpi_lin_at(e->flat.allreduce, 16 << 20),
+                            1e3 * gcmpi_lin_at(e->flat.allgather, 1 << 20),
+                            1e3 * gcmpi_lin_at(e->node_allreduce, 16 << 20));
+                }
+                if (model) printed_model[c] = 1;
                 if (model)
                     r.predicted_ms = 1e3 * gcmpi_cost_predict(&model->env, run, model->inner,
                                                               (double)n * sizeof(float));
