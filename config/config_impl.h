@@ -72,11 +72,13 @@
       "auto, rule, allgather, rsag, native, hier, sparse_rd, passthrough",                    \
       "collective algorithm; auto: the cost model's fastest per call size (measured once per " \
       "communicator), rule: the fixed rule; native only for none, randk, int8, powersgd; "     \
-      "hier reduces inside each node and compresses between nodes only; sparse_rd (sparse "  \
+      "hier reduces inside each node and compresses between nodes only (for MPI_Allgather, " \
+      "hier and auto gather the compressed blocks node by node); sparse_rd (sparse "          \
       "codecs: topk, randk, dgc, topkq) sums sparse sets by recursive doubling; passthrough sends " \
       "floats uncompressed")                                                                   \
     X(NODE_SIZE, "GCMPI_NODE_SIZE", "integer or auto", "auto", "auto or 1..2^31-1",             \
-      "ranks per node for hier: auto asks MPI which ranks share memory; q groups ranks "       \
+      "ranks per node for hier, auto and the node-by-node MPI_Allgather: auto asks MPI "     \
+      "which ranks share memory; q groups ranks "                                             \
       "0..q-1, q..2q-1, ... (one host emulating several nodes)")                               \
     X(NODE_SHM, "GCMPI_NODE_SHM", "bool", "1", "0/1, true/false, yes/no, on/off",              \
       "hier: sum and gather inside a node through an MPI shared-memory window (one copy) "    \
