@@ -288,8 +288,12 @@ typedef struct result {
 static void time_case(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in, float *out,
                       const float *exact, size_t n, const options *o, result *res)
 {
+    /* --op allgather: the compressed MPI_Allgather (a residual, no more)
+     * against PMPI_Allgather; out and exact hold p blocks. */
+    const int gather = o->allgather_op;
+    const size_t total = gather ? n * (size_t)ctx->size : n;
     size_t server = 0, state = 0;
-    gcmpi_coll_slot_sizes(ctx->cfg, algo, n, ctx->size, &server, &state);
+    if (!gather) gcmpi_coll_slot_sizes(ctx->cfg, algo, n, ctx->size, &server, &state);
     gcmpi_ef_slot ef = {0};
     if (o->ef) {
         ef.residual = calloc(n, sizeof(float));
@@ -304,65 +308,13 @@ static void time_case(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in, flo
     for (int i = 0; i < o->warmup + reps && rc == MPI_SUCCESS; i++) {
         PMPI_Barrier(ctx->comm);
         double t0 = PMPI_Wtime();
-        PMPI_Allreduce(in, out, (int)n, MPI_FLOAT, MPI_SUM, ctx->comm);
+        if (gather) PMPI_Allgather(in, (int)n, MPI_FLOAT, out, (int)n, MPI_FLOAT, ctx->comm);
+        else PMPI_Allreduce(in, out, (int)n, MPI_FLOAT, MPI_SUM, ctx->comm);
         const double dn = PMPI_Wtime() - t0;
         PMPI_Barrier(ctx->comm);
         t0 = PMPI_Wtime();
-        rc = gcmpi_allreduce_compressed(ctx, algo, in, out, n, o->ef ? &ef : NULL);
-        const double dt = PMPI_Wtime() - t0;
-        int any;
-        PMPI_Allreduce(&rc, &any, 1, MPI_INT, MPI_MAX, ctx->comm);
-        if (any != MPI_SUCCESS) rc = any;
-        ctx->call_seed = gcmpi_coll_mix(ctx->call_seed);
-        ef.fresh = 0;
-        if (rc != MPI_SUCCESS) break;
-        if (i == 0) res->rel_err = rel_error(exact, out, n);
-        if (i < o->warmup) continue;
-        t[i - o->warmup] = max_over_ranks(dt, ctx->comm);
-        tn[i - o->warmup] = max_over_ranks(dn, ctx->comm);
-        enc += ctx->stats->encode_s, dec += ctx->stats->decode_s, comm += ctx->stats->comm_s;
-        sent += (double)ctx->stats->bytes_sent;
-    }
-    if (rc != MPI_SUCCESS) {
-        char msg[MPI_MAX_ERROR_STRING];
-        int len = 0;
-        PMPI_Error_string(rc, msg, &len);
-        snprintf(res->error, sizeof res->error, "%s", msg);
-    } else {
-        res->ms = 1e3 * median(t, reps);
-        res->native_ms = 1e3 * median(tn, reps);
-        res->enc_ms = 1e3 * max_over_ranks(enc / reps, ctx->comm);
-        res->dec_ms = 1e3 * max_over_ranks(dec / reps, ctx->comm);
-        res->comm_ms = 1e3 * max_over_ranks(comm / reps, ctx->comm);
-        res->sent = mean_over_ranks(sent / reps, ctx->comm);
-        res->offered = (double)ctx->stats->bytes_offered;
-    }
-    free(ef.residual), free(ef.server), free(ef.state);
-}
-
-/* The compressed MPI_Allgather of n floats a rank, each timed call paired
- * with PMPI_Allgather right before it, as time_case. */
-static void time_allgather_case(gcmpi_coll_ctx *ctx, const float *in, float *out,
-                                const float *exact, size_t n, const options *o, result *res)
-{
-    gcmpi_ef_slot ef = {0};
-    if (o->ef) {
-        ef.residual = calloc(n, sizeof(float));
-        ef.fresh = 1;
-    }
-    enum { MAX_REPS = 1024 };
-    double t[MAX_REPS], tn[MAX_REPS], enc = 0, dec = 0, comm = 0, sent = 0;
-    const int reps = o->reps < MAX_REPS ? o->reps : MAX_REPS;
-    const size_t total = n * (size_t)ctx->size;
-    int rc = MPI_SUCCESS;
-    for (int i = 0; i < o->warmup + reps && rc == MPI_SUCCESS; i++) {
-        PMPI_Barrier(ctx->comm);
-        double t0 = PMPI_Wtime();
-        PMPI_Allgather(in, (int)n, MPI_FLOAT, out, (int)n, MPI_FLOAT, ctx->comm);
-        const double dn = PMPI_Wtime() - t0;
-        PMPI_Barrier(ctx->comm);
-        t0 = PMPI_Wtime();
-        rc = gcmpi_allgather_compressed(ctx, in, out, n, o->ef ? &ef : NULL);
+        rc = gather ? gcmpi_allgather_compressed(ctx, in, out, n, o->ef ? &ef : NULL)
+                    : gcmpi_allreduce_compressed(ctx, algo, in, out, n, o->ef ? &ef : NULL);
         const double dt = PMPI_Wtime() - t0;
         int any;
         PMPI_Allreduce(&rc, &any, 1, MPI_INT, MPI_MAX, ctx->comm);
@@ -391,7 +343,7 @@ static void time_allgather_case(gcmpi_coll_ctx *ctx, const float *in, float *out
         res->sent = mean_over_ranks(sent / reps, ctx->comm);
         res->offered = (double)ctx->stats->bytes_offered;
     }
-    free(ef.residual);
+    free(ef.residual), free(ef.server), free(ef.state);
 }
 
 /* ---- output ---------------------------------------------------------------- */
@@ -474,7 +426,7 @@ static void run_allgather_op(const options *o, gcmpi_coll_ctx *ctx, gcmpi_config
     if (gc_is_error(gc_params_check(cfg->codec, &cfg->params, msg, sizeof msg)))
         snprintf(r.error, sizeof r.error, "%s", msg);
     else
-        time_allgather_case(ctx, in, out, exact, n, o, &r);
+        time_case(ctx, algo, in, out, exact, n, o, &r);
     if (world_rank == 0) print_row(gc_codec_name(codec), algo_name(algo), &r, *first_json, bytes, o->json);
     *first_json = 0;
     fflush(stdout);
