@@ -403,6 +403,20 @@ static int settle_auto(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t 
     return MPI_SUCCESS;
 }
 
+/* The configuration of one row: the options' parameters, codec and
+ * algorithm, as the shim would build it from GCMPI_* variables. */
+static void configure(gcmpi_config *cfg, const options *o, const gc_codec *codec, gcmpi_algo algo)
+{
+    gcmpi_config_defaults(cfg);
+    cfg->codec = codec;
+    cfg->params.ratio = o->ratio, cfg->params.bits = o->bits;
+    cfg->params.bucket = o->bucket, cfg->params.rank = o->rank;
+    cfg->ef = o->ef;
+    cfg->algo = algo;
+    cfg->node_size = o->node_size;
+    cfg->node_shm = o->node_shm;
+}
+
 /* One row of --op allgather: flat (allgather) or node by node (hier,
  * auto); other algorithms do not apply to MPI_Allgather. */
 static void run_allgather_op(const options *o, gcmpi_coll_ctx *ctx, gcmpi_config *cfg,
@@ -412,14 +426,7 @@ static void run_allgather_op(const options *o, gcmpi_coll_ctx *ctx, gcmpi_config
 {
     if (algo != GCMPI_ALGO_ALLGATHER && algo != GCMPI_ALGO_HIER && algo != GCMPI_ALGO_AUTO)
         return;
-    gcmpi_config_defaults(cfg);
-    cfg->codec = codec;
-    cfg->params.ratio = o->ratio, cfg->params.bits = o->bits;
-    cfg->params.bucket = o->bucket, cfg->params.rank = o->rank;
-    cfg->ef = o->ef;
-    cfg->algo = algo;
-    cfg->node_size = o->node_size;
-    cfg->node_shm = o->node_shm;
+    configure(cfg, o, codec, algo);
     ctx->cache = cache;
     result r = {.algo = algo, .predicted_ms = NAN};
     char msg[256];
@@ -486,14 +493,7 @@ int main(int argc, char **argv)
                                      out, exact, n, o.sizes[s], &first_json);
                     continue;
                 }
-                gcmpi_config_defaults(&cfg);
-                cfg.codec = o.codecs[c];
-                cfg.params.ratio = o.ratio, cfg.params.bits = o.bits;
-                cfg.params.bucket = o.bucket, cfg.params.rank = o.rank;
-                cfg.ef = o.ef;
-                cfg.algo = o.algos[a];
-                cfg.node_size = o.node_size;
-                cfg.node_shm = o.node_shm;
+                configure(&cfg, &o, o.codecs[c], o.algos[a]);
                 ctx.cache = &caches[c];
                 /* auto measures its model on the first call for a codec,
                  * then tries its candidates on the first calls of a size:
@@ -510,7 +510,7 @@ int main(int argc, char **argv)
                     if (gcmpi_auto_model_of(&ctx, &model) != MPI_SUCCESS) model = NULL;
                     cfg.algo = o.algos[a];
                 }
-                if (model && !printed_model[c] && world_rank == 0) {
+                if (model && !printed_model[c]++ && world_rank == 0) {
                     /* The agreed figures behind every prediction of this codec. */
                     const gcmpi_cost_env *e = &model->env;
                     fprintf(stderr,
@@ -525,7 +525,6 @@ int main(int argc, char **argv)
                             1e3 * gcmpi_lin_at(e->flat.allgather, 1 << 20),
                             1e3 * gcmpi_lin_at(e->node_allreduce, 16 << 20));
                 }
-                if (model) printed_model[c] = 1;
                 if (model)
                     r.predicted_ms = 1e3 * gcmpi_cost_predict(&model->env, run, model->inner,
                                                               (double)n * sizeof(float));
