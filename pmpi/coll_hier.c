@@ -182,6 +182,14 @@ int gcmpi_hier_one_node_window(const gcmpi_config *cfg, const gcmpi_nodes *n, si
            count <= (size_t)INT_MAX;
 }
 
+int gcmpi_hier_exact(gcmpi_coll_ctx *ctx, size_t count)
+{
+    gcmpi_nodes *n = NULL;
+    int owned;
+    if (!ctx->cache || nodes_of(ctx, &n, &owned) != MPI_SUCCESS) return 0;
+    return gcmpi_hier_one_node_window(ctx->cfg, n, count);
+}
+
 /* The algorithm between nodes: the model's (auto) or the rule's. */
 static gcmpi_algo between_algo(const gcmpi_coll_ctx *ctx, const gcmpi_nodes *n, size_t count)
 {

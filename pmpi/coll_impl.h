@@ -50,6 +50,10 @@ int gcmpi_hier_scatter_style(const gcmpi_config *cfg, const gcmpi_nodes *n, size
 /* 1 when n is one node whose ranks share a window: hier is then the
  * window's exact allreduce, nothing compressed. */
 int gcmpi_hier_one_node_window(const gcmpi_config *cfg, const gcmpi_nodes *n, size_t count);
+/* 1 when hier's call of count floats on ctx is that exact window sum (the
+ * communicator's cached split, built here collectively if need be; 0
+ * without a cache). */
+int gcmpi_hier_exact(gcmpi_coll_ctx *ctx, size_t count);
 /* Sets ctx->gather_nodes for a compressed MPI_Allgather: the
  * communicator's node split (built on first use: collective) where
  * GCMPI_ALGO is hier or auto, ctx has a cache, and there are several nodes
