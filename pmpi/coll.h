@@ -194,13 +194,14 @@ gcmpi_algo gcmpi_coll_pick(gcmpi_coll_ctx *ctx, size_t count, int *rc);
  * predicted seconds. */
 int gcmpi_auto_model_of(gcmpi_coll_ctx *ctx, gcmpi_auto_model **model);
 /* The agreement step alone: every rank's GCMPI_AUTO_FIGURES measured
- * figures (times of the primitives at two sizes, and a third large one
- * with its sizes, over the communicator and between leaders; inside a
- * node; codec rates and payload ratio) are
+ * figures (times of the primitives at two sizes, and a third and fourth
+ * large one with their sizes, over the communicator and between leaders; inside a
+ * node at three sizes; the input scan's and codec's rates, the payload
+ * ratio) are
  * all-gathered, each replaced by its (lower) median over ranks and turned
  * into *model, the same on every rank whatever each rank measured.
  * Collective over ctx->comm. */
-#define GCMPI_AUTO_FIGURES 29
+#define GCMPI_AUTO_FIGURES 37
 int gcmpi_auto_agree(gcmpi_coll_ctx *ctx, const gcmpi_nodes *nodes, const double *local,
                      gcmpi_auto_model *model);
 gcmpi_algo gcmpi_auto_pick(const gcmpi_config *cfg, const gcmpi_auto_model *model, size_t count,

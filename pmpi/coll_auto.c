@@ -31,6 +31,10 @@
  * gradient is: at 1 MiB both ran from cache and the model put hier's
  * 64 MiB at a quarter of its measured time. */
 #define NODE_LARGE_BYTES ((size_t)16 << 20)
+/* And a point between: through a 16 KiB point that pays several barriers
+ * on a busy node, the line's slope came out too low (the 2 x 4 emulated
+ * cluster's hier predicted at 0.5-0.6x its 64 MiB time). */
+#define NODE_MID_BYTES ((size_t)4 << 20)
 #define LARGE_GATHER_BYTES ((size_t)128 << 10) /* each rank's block */
 #define REPEATS 5
 #define CODEC_FLOATS (NODE_LARGE_BYTES / sizeof(float))
@@ -39,11 +43,19 @@
  * long, at most BIG_FACTOR times, at least SLOW_FACTOR times. Over
  * shared memory the 1 MiB points run from cache and put a 64 MiB
  * passthrough at a third of its time. */
-#define BIG_TARGET_S 0.01
+#define BIG_TARGET_S 0.03
 #define BIG_FACTOR 16
 #define BIG_REPEATS 3 /* runs of every large point: each costs more */
 #define SLOW_FACTOR 4 /* the least third point, where the link is slow */
 #define SLOW_REPEATS 2 /* its runs: one was 1.7x off at 1 Gbit/s on a busy host */
+/* Where the 1 MiB allreduce scaled to BUCKET_BYTES stays under
+ * BUCKET_BUDGET_S, a fourth point at BUCKET_BYTES, a framework's fused
+ * gradient bucket and past a last-level cache: over shared memory the
+ * allreduce's slope grows by half from 16 to 32 MiB (4 ranks, 32 MiB
+ * L3: 1.16 ms/MiB at 16 MiB, 1.63 at 32, 1.82 at 64), and the 16 MiB
+ * point's slope put the 64 MiB passthrough at 0.55-0.65x its time. */
+#define BUCKET_BYTES ((size_t)32 << 20)
+#define BUCKET_BUDGET_S 0.1
 
 /* The figures that are agreed, as one array of doubles: per communicator
  * (flat, between leaders) the three primitives at two sizes, at the large
@@ -51,12 +63,14 @@
  * block). */
 enum {
     F_AR1, F_AR2, F_AG1, F_AG2, F_A2A1, F_A2A2, F_AR3, F_AG3, F_A2A3, F_X, F_XG, /* flat */
+    F_AR4, F_A2A4, F_X4,
     B_AR1, B_AR2, B_AG1, B_AG2, B_A2A1, B_A2A2, B_AR3, B_AG3, B_A2A3, B_X, B_XG, /* between */
-    N_RB1, N_RB2, N_AR1, N_AR2, /* in a node */
-    C_ENC, C_DEC, C_RATIO,      /* codec     */
+    B_AR4, B_A2A4, B_X4,
+    N_RB1, N_RB2, N_AR1, N_AR2, N_ARM, /* in a node */
+    C_SCAN, C_ENC, C_DEC, C_RATIO,     /* codec     */
     FIGURES
 };
-enum { COMM_FIGURES = F_XG - F_AR1 + 1 };
+enum { COMM_FIGURES = F_X4 - F_AR1 + 1 };
 _Static_assert(B_AR1 == F_AR1 + COMM_FIGURES, "flat and between figures alike");
 _Static_assert(FIGURES == GCMPI_AUTO_FIGURES, "coll.h's figure count");
 
@@ -94,8 +108,10 @@ static int run_prim(prim k, MPI_Comm comm, int p, uint8_t *a, uint8_t *b, size_t
     return MPI_ERR_ARG;
 }
 
-/* The fastest of `repeats` runs, each after a barrier: the first pays for
- * connections and caches, and other load only ever makes a run slower. */
+/* The fastest of `repeats` runs, each after a barrier and timed on the
+ * slowest rank (one PMPI_Allreduce, MAX), as a call is paid: the first pays
+ * for connections and caches, and other load only ever makes a run
+ * slower. The same figure on every rank of comm. */
 static double time_prim_n(prim k, MPI_Comm comm, uint8_t *a, uint8_t *b, size_t bytes,
                           int repeats)
 {
@@ -107,7 +123,8 @@ static double time_prim_n(prim k, MPI_Comm comm, uint8_t *a, uint8_t *b, size_t 
         PMPI_Barrier(comm);
         double t0 = PMPI_Wtime();
         if (run_prim(k, comm, p, a, b, bytes) != MPI_SUCCESS) return 0.0;
-        t[i] = PMPI_Wtime() - t0;
+        const double mine = PMPI_Wtime() - t0;
+        if (PMPI_Allreduce(&mine, &t[i], 1, MPI_DOUBLE, MPI_MAX, comm) != MPI_SUCCESS) return 0.0;
     }
     double best = t[0];
     for (int i = 1; i < repeats; i++)
@@ -121,7 +138,7 @@ static double time_prim(prim k, MPI_Comm comm, uint8_t *a, uint8_t *b, size_t by
 }
 
 /* hier's two phases inside the node through its shared window, as
- * hier_scatter runs them: the fastest of `repeats`. */
+ * hier_scatter runs them: the fastest of `repeats`, on the slowest rank. */
 static double time_node_window(gcmpi_nodes *n, uint8_t *a, uint8_t *b, size_t bytes,
                                int repeats)
 {
@@ -141,7 +158,9 @@ static double time_node_window(gcmpi_nodes *n, uint8_t *a, uint8_t *b, size_t by
             rc = gcmpi_node_shm_allgather(&n->shm, n->node, (float *)b, n->counts, n->displs,
                                           MPI_SUCCESS, &worst);
         if (rc != MPI_SUCCESS) return 0.0;
-        const double t = PMPI_Wtime() - t0;
+        const double mine = PMPI_Wtime() - t0;
+        double t;
+        if (PMPI_Allreduce(&mine, &t, 1, MPI_DOUBLE, MPI_MAX, n->node) != MPI_SUCCESS) return 0.0;
         if (t < best) best = t;
     }
     return best;
@@ -153,16 +172,21 @@ static void measure_comm(MPI_Comm comm, double *f, uint8_t *a, uint8_t *b, size_
 {
     int p;
     PMPI_Comm_size(comm, &p);
+    /* Five runs of the 1 MiB points too: with three, 4 ranks on 2 cores
+     * once put the 1 MiB allreduce at twice its settled time. */
     f[0] = time_prim(PRIM_ALLREDUCE, comm, a, b, SMALL_BYTES);
-    f[1] = time_prim_n(PRIM_ALLREDUCE, comm, a, b, LARGE_BYTES, BIG_REPEATS);
+    f[1] = time_prim(PRIM_ALLREDUCE, comm, a, b, LARGE_BYTES);
     f[2] = time_prim(PRIM_ALLGATHER, comm, a, b, SMALL_BYTES / (size_t)p);
-    f[3] = time_prim_n(PRIM_ALLGATHER, comm, a, b, LARGE_GATHER_BYTES, BIG_REPEATS);
+    f[3] = time_prim(PRIM_ALLGATHER, comm, a, b, LARGE_GATHER_BYTES);
     f[4] = time_prim(PRIM_ALLTOALL, comm, a, b, SMALL_BYTES);
-    f[5] = time_prim_n(PRIM_ALLTOALL, comm, a, b, LARGE_BYTES, BIG_REPEATS);
-    double slowest = 0.0;
-    if (PMPI_Allreduce(&f[1], &slowest, 1, MPI_DOUBLE, MPI_MAX, comm) != MPI_SUCCESS) return;
+    f[5] = time_prim(PRIM_ALLTOALL, comm, a, b, LARGE_BYTES);
+    /* f[1] is already the slowest rank's (time_prim_n), the same on all. */
+    const double slowest = f[1];
+    const size_t bucket = BUCKET_BYTES / LARGE_BYTES;
     size_t factor = slowest > 0 ? (size_t)(BIG_TARGET_S / slowest) : 0;
     if (factor > BIG_FACTOR) factor = BIG_FACTOR;
+    const int fourth = slowest > 0 && slowest * (double)bucket <= BUCKET_BUDGET_S &&
+                       BUCKET_BYTES <= cap && factor < bucket;
     int repeats = BIG_REPEATS;
     if (factor < SLOW_FACTOR) {
         /* A slow link: SLOW_REPEATS runs at SLOW_FACTOR x. Its large calls take
@@ -183,6 +207,11 @@ static void measure_comm(MPI_Comm comm, double *f, uint8_t *a, uint8_t *b, size_
         const size_t xg = LARGE_GATHER_BYTES * gfactor;
         f[F_XG - F_AR1] = (double)xg;
         f[F_AG3 - F_AR1] = time_prim_n(PRIM_ALLGATHER, comm, a, b, xg, repeats);
+    }
+    if (fourth) {
+        f[F_X4 - F_AR1] = (double)BUCKET_BYTES;
+        f[F_AR4 - F_AR1] = time_prim_n(PRIM_ALLREDUCE, comm, a, b, BUCKET_BYTES, BIG_REPEATS);
+        f[F_A2A4 - F_AR1] = time_prim_n(PRIM_ALLTOALL, comm, a, b, BUCKET_BYTES, BIG_REPEATS);
     }
 }
 
@@ -229,15 +258,18 @@ static void measure_codec(gcmpi_coll_ctx *ctx, MPI_Comm node, double *f, float *
     const size_t n = CODEC_FLOATS;
     const int ef = cfg->ef && !(gc_codec_flags(cfg->codec) & GC_LOSSLESS);
     synthetic_gradient(x, n);
-    double enc = INFINITY, dec = INFINITY;
+    double scan = INFINITY, enc = INFINITY, dec = INFINITY;
     size_t len = 0;
     int failed = 0;
     for (int i = 0; i < 3; i++) {
         if (ef) memset(residual, 0, n * sizeof(float));
         memset(acc, 0, n * sizeof(float));
-        double te = INFINITY, td = INFINITY;
+        double ts = INFINITY, te = INFINITY, td = INFINITY;
         int rc = PMPI_Barrier(node);
         double t0 = PMPI_Wtime();
+        failed = failed || !gc_all_finite(x, n); /* what every compressed call does first */
+        if (rc == MPI_SUCCESS) rc = time_all_ranks(ctx->comm, node, t0, &ts);
+        t0 = PMPI_Wtime();
         if (!failed)
             len = gc_encode(cfg->codec, x, ef ? residual : NULL, n, &cfg->params, 1, payload,
                             cap, ctx->ws);
@@ -247,10 +279,12 @@ static void measure_codec(gcmpi_coll_ctx *ctx, MPI_Comm node, double *f, float *
         if (!failed) gc_decode_add_as(cfg->codec, payload, len, acc, n, ctx->ws);
         if (rc == MPI_SUCCESS) rc = time_all_ranks(ctx->comm, node, t0, &td);
         if (failed || rc != MPI_SUCCESS) continue;
+        if (ts < scan) scan = ts;
         if (te < enc) enc = te;
         if (td < dec) dec = td;
     }
     const double bytes = (double)(n * sizeof(float));
+    f[C_SCAN] = isfinite(scan) ? scan / bytes : 0.0;
     f[C_ENC] = isfinite(enc) ? enc / bytes : 0.0;
     f[C_DEC] = isfinite(dec) ? dec / bytes : 0.0;
     f[C_RATIO] = gc_is_error(len) ? 1.0 : (double)len / bytes;
@@ -279,6 +313,7 @@ static int measure(gcmpi_coll_ctx *ctx, gcmpi_nodes *nodes, double *f)
                      ? LARGE_BYTES
                      : LARGE_GATHER_BYTES * (size_t)ctx->size;
     if (big < CODEC_FLOATS * sizeof(float)) big = CODEC_FLOATS * sizeof(float);
+    if (big < BUCKET_BYTES) big = BUCKET_BYTES; /* pages untouched unless it is timed */
     uint8_t *a = calloc(big, 1), *b = calloc(big, 1), *pay = malloc(codec_cap);
     float *residual = malloc(CODEC_FLOATS * sizeof(float));
     int ok = a && b && pay && residual, all_ok = 0;
@@ -301,9 +336,12 @@ static int measure(gcmpi_coll_ctx *ctx, gcmpi_nodes *nodes, double *f)
              * shared window's (several times less) where hier uses it. */
             if (nodes->shm_possible && cfg->node_shm) {
                 f[N_AR1] = time_node_window(nodes, a, b, SMALL_BYTES, REPEATS);
+                f[N_ARM] = time_node_window(nodes, a, b, NODE_MID_BYTES, BIG_REPEATS);
                 f[N_AR2] = time_node_window(nodes, a, b, NODE_LARGE_BYTES, BIG_REPEATS);
             } else {
                 f[N_AR1] = time_prim(PRIM_ALLREDUCE, nodes->node, a, b, SMALL_BYTES);
+                f[N_ARM] = time_prim_n(PRIM_ALLREDUCE, nodes->node, a, b, NODE_MID_BYTES,
+                                       BIG_REPEATS);
                 f[N_AR2] = time_prim_n(PRIM_ALLREDUCE, nodes->node, a, b, NODE_LARGE_BYTES,
                                        BIG_REPEATS);
             }
@@ -329,10 +367,14 @@ static gcmpi_prims prims_fit(const double *f, double gs)
     const double s = (double)SMALL_BYTES, l = (double)LARGE_BYTES;
     const double gl = (double)LARGE_GATHER_BYTES;
 #define AT(fig) f[(fig) - F_AR1]
+    const double xr[] = {s, l, AT(F_X), AT(F_X4)}, xg[] = {gs, gl, AT(F_XG)};
+    const double ar[] = {AT(F_AR1), AT(F_AR2), AT(F_AR3), AT(F_AR4)};
+    const double ag[] = {AT(F_AG1), AT(F_AG2), AT(F_AG3)};
+    const double a2a[] = {AT(F_A2A1), AT(F_A2A2), AT(F_A2A3), AT(F_A2A4)};
     gcmpi_prims pr = {
-        .allreduce = gcmpi_lin_fit3(s, AT(F_AR1), l, AT(F_AR2), AT(F_X), AT(F_AR3)),
-        .allgather = gcmpi_lin_fit3(gs, AT(F_AG1), gl, AT(F_AG2), AT(F_XG), AT(F_AG3)),
-        .alltoall = gcmpi_lin_fit3(s, AT(F_A2A1), l, AT(F_A2A2), AT(F_X), AT(F_A2A3)),
+        .allreduce = gcmpi_lin_through(xr, ar, 4),
+        .allgather = gcmpi_lin_through(xg, ag, 3),
+        .alltoall = gcmpi_lin_through(xr, a2a, 4),
     };
 #undef AT
     return pr;
@@ -376,10 +418,13 @@ int gcmpi_auto_agree(gcmpi_coll_ctx *ctx, const gcmpi_nodes *nodes, const double
     e->between = prims_fit(&agreed[B_AR1], bgs);
     const double nl = (double)NODE_LARGE_BYTES;
     e->reduce_bcast = gcmpi_lin_fit(s, agreed[N_RB1], nl, agreed[N_RB2]);
-    e->node_allreduce = gcmpi_lin_fit(s, agreed[N_AR1], nl, agreed[N_AR2]);
+    const double xn[] = {s, (double)NODE_MID_BYTES, nl};
+    const double tn[] = {agreed[N_AR1], agreed[N_ARM], agreed[N_AR2]};
+    e->node_allreduce = gcmpi_lin_through(xn, tn, 3);
     e->node_size = nodes->max_node_size;
     e->hier_scatter = gcmpi_hier_scatter_style(cfg, nodes, 1);
     e->one_node_window = gcmpi_hier_one_node_window(cfg, nodes, 1);
+    e->scan_s_per_byte = agreed[C_SCAN];
     e->encode_s_per_byte = agreed[C_ENC];
     e->decode_s_per_byte = agreed[C_DEC];
     e->payload_ratio = agreed[C_RATIO];

@@ -32,13 +32,14 @@ static double compute(const gcmpi_cost_env *e, double encoded_bytes, double deco
     return e->encode_s_per_byte * encoded_bytes + e->decode_s_per_byte * decoded_bytes;
 }
 
-/* The codec work of a flat algorithm on bytes. */
+/* The codec work of a flat algorithm on bytes, with its scan of them. */
 static double flat_compute(const gcmpi_cost_env *e, int p, gcmpi_algo algo, double bytes)
 {
+    const double scan = e->scan_s_per_byte * bytes;
     switch (algo) {
-    case GCMPI_ALGO_ALLGATHER: return compute(e, bytes, p * bytes);
-    case GCMPI_ALGO_RSAG: return compute(e, bytes + bytes / p, 2 * bytes);
-    case GCMPI_ALGO_NATIVE: return compute(e, bytes, bytes);
+    case GCMPI_ALGO_ALLGATHER: return scan + compute(e, bytes, p * bytes);
+    case GCMPI_ALGO_RSAG: return scan + compute(e, bytes + bytes / p, 2 * bytes);
+    case GCMPI_ALGO_NATIVE: return scan + compute(e, bytes, bytes);
     default: return 0.0;
     }
 }
@@ -82,7 +83,8 @@ static double sparse_rd_cost(const gcmpi_cost_env *e, double bytes)
     const int rounds = (int)floor(log2((double)e->p));
     const int folded = e->p != (1 << rounds);
     const double per_entry = MERGE_S_PER_ENTRY;
-    double t = e->encode_s_per_byte * bytes + e->decode_s_per_byte * bytes; /* own set */
+    /* the scan, and this rank's own set encoded and added */
+    double t = (e->scan_s_per_byte + e->encode_s_per_byte + e->decode_s_per_byte) * bytes;
     double dens = d;
     for (int r = -folded; r < rounds; r++) {
         const double entries = dens * n;
@@ -104,11 +106,14 @@ double gcmpi_cost_predict(const gcmpi_cost_env *e, gcmpi_algo algo, gcmpi_algo i
             return gcmpi_lin_at(e->node_allreduce, bytes);
         if (e->n_nodes < 2 || e->n_nodes == e->p) return INFINITY; /* flat does the same */
         if (inner == GCMPI_ALGO_HIER || inner == GCMPI_ALGO_SPARSE_RD) return INFINITY;
+        /* The call scans the whole input, then each column (or the
+         * leader) its part of the node's sum again. */
+        const double scan = e->scan_s_per_byte * bytes;
         if (e->hier_scatter && e->node_size > 1 && bytes / 4 <= 2147483647.0)
-            return gcmpi_lin_at(e->node_allreduce, bytes) +
+            return scan + gcmpi_lin_at(e->node_allreduce, bytes) +
                    flat_compute(e, e->n_nodes, inner, bytes / e->node_size) +
                    flat_comm(e, &e->between, e->n_nodes, inner, bytes);
-        return gcmpi_lin_at(e->reduce_bcast, bytes) +
+        return scan + gcmpi_lin_at(e->reduce_bcast, bytes) +
                flat_cost(e, &e->between, e->n_nodes, inner, bytes);
     }
     case GCMPI_ALGO_SPARSE_RD: return sparse_rd_cost(e, bytes);
@@ -151,14 +156,16 @@ gcmpi_lin gcmpi_reduce_bcast_alpha_beta(int q, double alpha, double beta)
     return (gcmpi_lin){.a = 2 * l * alpha, .b = 4.0 * (q - 1) / (q * beta)};
 }
 
-gcmpi_lin gcmpi_lin_fit3(double x1, double t1, double x2, double t2, double x3, double t3)
+gcmpi_lin gcmpi_lin_through(const double *x, const double *t, int n)
 {
-    gcmpi_lin l = gcmpi_lin_fit(x1, t1, x2, t2);
-    if (!(x3 > x2) || !(t3 > 0)) return l;
-    l.knee = x2;
-    const double at_knee = gcmpi_lin_at((gcmpi_lin){.a = l.a, .b = l.b}, x2);
-    l.b_after = (t3 - at_knee) / (x3 - x2);
-    if (!(l.b_after > 0)) l.b_after = 0.0;
+    gcmpi_lin l = n >= 2 ? gcmpi_lin_fit(x[0], t[0], x[1], t[1]) : (gcmpi_lin){0};
+    for (int i = 2, k = 0; i < n && i < 4; i++, k++) {
+        if (!(x[i] > x[i - 1]) || !(t[i] > 0)) break;
+        l.knee[k] = x[i - 1];
+        const double at_knee = gcmpi_lin_at(l, x[i - 1]);
+        l.b_after[k] = (t[i] - at_knee) / (x[i] - x[i - 1]);
+        if (!(l.b_after[k] > 0)) l.b_after[k] = 0.0;
+    }
     return l;
 }
 

@@ -21,22 +21,28 @@
 typedef struct gcmpi_lin {
     double a; /* seconds */
     double b; /* seconds per byte */
-    /* Past knee bytes (0: no knee) the slope is b_after: a large message
-     * leaves the caches and MPI switches algorithms, so the slope of the
-     * calibration's small sizes does not reach 64 MiB. */
-    double knee, b_after;
+    /* Past knee[i] bytes (0: no such knee; knee[0] < knee[1]) the slope is
+     * b_after[i]: a large message leaves the caches and MPI switches
+     * algorithms, so the slope of the calibration's small sizes does not
+     * reach 64 MiB. */
+    double knee[2], b_after[2];
 } gcmpi_lin;
 
 static inline double gcmpi_lin_at(gcmpi_lin l, double bytes)
 {
-    if (l.knee > 0 && bytes > l.knee) return l.a + l.b * l.knee + l.b_after * (bytes - l.knee);
-    return l.a + l.b * bytes;
+    double t = l.a, from = 0.0, slope = l.b;
+    for (int i = 0; i < 2 && l.knee[i] > 0 && bytes > l.knee[i]; i++) {
+        t += slope * (l.knee[i] - from);
+        from = l.knee[i];
+        slope = l.b_after[i];
+    }
+    return t + slope * (bytes - from);
 }
 
 /* The slope of large messages. */
 static inline double gcmpi_lin_slope(gcmpi_lin l)
 {
-    return l.knee > 0 ? l.b_after : l.b;
+    return l.knee[1] > 0 ? l.b_after[1] : l.knee[0] > 0 ? l.b_after[0] : l.b;
 }
 
 /* The primitives on one communicator. */
@@ -56,6 +62,8 @@ typedef struct gcmpi_cost_env {
                                 equal size, codec not powersgd)             */
     int one_node_window;     /* one node sharing a window: hier is the
                                 window's exact allreduce (node_allreduce)   */
+    double scan_s_per_byte;    /* the inf/NaN check every compressed call
+                                  makes of its input first, per input byte     */
     double encode_s_per_byte;  /* codec encode, per input byte                 */
     double decode_s_per_byte;  /* decode_add of one payload, per output byte   */
     double payload_ratio;      /* payload bytes / input bytes                  */
@@ -65,13 +73,15 @@ typedef struct gcmpi_cost_env {
                                   (sparse_rd's union grows from it); 0: dense  */
 } gcmpi_cost_env;
 
-/* Predicted seconds of one allreduce of `bytes` bytes with algo on env:
+/* Predicted seconds of one allreduce of `bytes` bytes with algo on env
+ * (every compressed one also scans its input for inf and NaN first):
  *   passthrough  allreduce(bytes)
  *   allgather    encode + allgather(payload) + p decodes
  *   rsag         encode + alltoall(payload) + decode + encode of 1/p
  *                + allgather(payload/p) + decode
  *   native       encode + allreduce(native bytes) + decode
- *   hier         one node with a window: node_allreduce(bytes), exact;
+ *   hier         one node with a window: node_allreduce(bytes), exact
+ *                (no scan: like passthrough it is MPI_SUM's arithmetic);
  *                leader style: reduce_bcast(bytes) + the rule's algorithm
  *                between nodes on the whole vector; reduce-scatter style:
  *                node_allreduce(bytes) + the inner algorithm's compute on
@@ -102,8 +112,11 @@ gcmpi_lin gcmpi_reduce_bcast_alpha_beta(int q, double alpha, double beta);
 /* The line through (x1, t1) and (x2, t2), x1 < x2, with a, b >= 0. */
 gcmpi_lin gcmpi_lin_fit(double x1, double t1, double x2, double t2);
 
-/* That line up to x2, then on to (x3, t3) (slope >= 0); just the line when
- * x3 <= x2 or t3 was not measured (0). */
-gcmpi_lin gcmpi_lin_fit3(double x1, double t1, double x2, double t2, double x3, double t3);
+/* The line through the first two of n (at most 4) points (x[i], t[i]),
+ * x increasing, then from point to point (slopes >= 0; each point's time
+ * read off the line so far where a slope would be negative); a point
+ * whose t is 0 (not measured) or whose x is not above the one before ends
+ * the line there. */
+gcmpi_lin gcmpi_lin_through(const double *x, const double *t, int n);
 
 #endif /* GCMPI_COST_MODEL_H */

@@ -886,9 +886,9 @@ static void test_auto_pick_is_the_same_on_every_rank_whatever_each_measured(harn
         uint64_t s = 77 + (uint64_t)me * 1000 + c;
         for (int i = 0; i < GCMPI_AUTO_FIGURES; i++) {
             double u = (double)(rng_next(&s) >> 11) * 0x1p-53;
-            const int times = GCMPI_AUTO_FIGURES - 3; /* then encode, decode, ratio */
+            const int times = GCMPI_AUTO_FIGURES - 4; /* then scan, encode, decode, ratio */
             local[i] = i < times ? 1e-5 * (1 + 1000 * u)
-                       : i < times + 2 ? 1e-9 * (1 + 10 * u) : 0.01 + 0.5 * u;
+                       : i < times + 3 ? 1e-9 * (1 + 10 * u) : 0.01 + 0.5 * u;
             if (me == 1) local[i] *= 20; /* one slow rank */
         }
         gcmpi_auto_model m;

@@ -124,6 +124,43 @@ Test(cost_model, a_fit_never_goes_negative)
     cr_assert_float_eq(l.b, (1e-3 - 1e-6) / (1e6 - 1000), 1e-15);
 }
 
+Test(cost_model, a_line_through_points_passes_each_and_goes_on_with_the_last_slope)
+{
+    /* Times of an allreduce that bends past the cache (1 ms/MiB to 16 MiB,
+     * then 2 ms/MiB): the line hits all four points and extrapolates the
+     * last slope, where one straight line would miss 64 MiB by a third. */
+    const double MiB = 1 << 20;
+    const double x[] = {16e3, MiB, 16 * MiB, 32 * MiB};
+    const double t[] = {50e-6, 1e-3, 16e-3, 48e-3};
+    const gcmpi_lin l = gcmpi_lin_through(x, t, 4);
+    for (int i = 0; i < 4; i++) cr_assert_float_eq(gcmpi_lin_at(l, x[i]), t[i], 1e-9, "point %d", i);
+    cr_assert_float_eq(gcmpi_lin_at(l, 64 * MiB), 48e-3 + 32 * 2e-3, 1e-9);
+    cr_assert_float_eq(gcmpi_lin_slope(l), 2e-3 / MiB, 1e-15);
+    /* Between points it is the chord: 8 MiB on the 1-16 MiB segment. */
+    cr_assert_float_eq(gcmpi_lin_at(l, 8 * MiB), 1e-3 + 7 * (15e-3 / 15), 1e-9);
+    /* A point not measured (0) ends the line: the third segment's slope
+     * goes on; a slower smaller point never makes a slope negative. */
+    const double t_missing[] = {50e-6, 1e-3, 16e-3, 0};
+    const gcmpi_lin m = gcmpi_lin_through(x, t_missing, 4);
+    cr_assert_eq(m.knee[1], 0);
+    cr_assert_float_eq(gcmpi_lin_at(m, 64 * MiB), 16e-3 + 48 * 1e-3, 1e-9);
+    const double t_noisy[] = {50e-6, 1e-3, 16e-3, 10e-3};
+    const gcmpi_lin n = gcmpi_lin_through(x, t_noisy, 4);
+    cr_assert_geq(gcmpi_lin_at(n, 64 * MiB), gcmpi_lin_at(n, 32 * MiB));
+    cr_assert_float_eq(gcmpi_lin_at(n, 64 * MiB), 16e-3, 1e-9);
+}
+
+Test(cost_model, a_compressed_call_pays_its_scan_and_passthrough_does_not)
+{
+    gcmpi_cost_env e = cluster(8, 1, 1.25e9, 0.02, 0);
+    const double pass = gcmpi_cost_predict(&e, GCMPI_ALGO_PASS, 0, 64e6);
+    const double ag = gcmpi_cost_predict(&e, GCMPI_ALGO_ALLGATHER, 0, 64e6);
+    e.scan_s_per_byte = 1 / 10e9;
+    cr_assert_eq(gcmpi_cost_predict(&e, GCMPI_ALGO_PASS, 0, 64e6), pass);
+    cr_assert_float_eq(gcmpi_cost_predict(&e, GCMPI_ALGO_ALLGATHER, 0, 64e6), ag + 64e6 / 10e9,
+                       1e-12);
+}
+
 Test(cost_model, hier_spreads_the_codec_work_over_a_node_when_nodes_are_even)
 {
     gcmpi_cost_env e = cluster(8, 4, 1.25e8, 0.02, 0);
