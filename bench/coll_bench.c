@@ -519,8 +519,8 @@ int main(int argc, char **argv)
                             "of 16 MiB %.3g ms, allgather of 1 MiB blocks %.3g ms, in a node "
                             "(16 MiB) %.3g ms\n",
                             gc_codec_name(cfg.codec), e->p, e->n_nodes, e->node_size,
-                            e->encode_s_per_byte > 0 ? 1e-9 / e->encode_s_per_byte : 0.0,
-                            e->decode_s_per_byte > 0 ? 1e-9 / e->decode_s_per_byte : 0.0,
+                            1e-9 * gcmpi_lin_rate_of(e->encode),
+                            1e-9 * gcmpi_lin_rate_of(e->decode),
                             e->payload_ratio, 1e3 * gcmpi_lin_at(e->flat.allreduce, 16 << 20),
                             1e3 * gcmpi_lin_at(e->flat.allgather, 1 << 20),
                             1e3 * gcmpi_lin_at(e->node_allreduce, 16 << 20));

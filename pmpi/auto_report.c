@@ -49,10 +49,10 @@ void gcmpi_auto_report_print(FILE *f)
             const gcmpi_auto_choice *c = &r->choices[i];
             fprintf(f,
                     "libgcmpi: auto %s (%d ranks, %d nodes): %zu floats -> %s (model: %s, "
-                    "predicted %.3f ms), measured %.3f ms over %llu calls\n",
+                    "predicted %.3f ms), measured %.3f ms over %llu calls; %d trials\n",
                     r->comm, r->p, r->n_nodes, c->count, gcmpi_algo_name(c->algo),
                     gcmpi_algo_name(c->model), 1e3 * c->predicted_s, mean_ms(c),
-                    (unsigned long long)c->calls);
+                    (unsigned long long)c->calls, 1 + c->retrials);
         }
 }
 
@@ -65,11 +65,12 @@ void gcmpi_auto_report_json(FILE *f)
             fprintf(f,
                     "%s\n    {\"comm\": \"%s\", \"collective\": \"allreduce\", \"ranks\": %d, "
                     "\"nodes\": %d, \"count\": %zu, \"algo\": \"%s\", \"model\": \"%s\", "
-                    "\"predicted_s\": %.6g, \"measured_s\": %.6g, \"calls\": %llu}",
+                    "\"predicted_s\": %.6g, \"measured_s\": %.6g, \"calls\": %llu, "
+                    "\"trials\": %d}",
                     first ? "" : ",", r->comm, r->p, r->n_nodes, c->count,
                     gcmpi_algo_name(c->algo), gcmpi_algo_name(c->model), c->predicted_s,
                     c->calls ? c->measured_s / (double)c->calls : 0.0,
-                    (unsigned long long)c->calls);
+                    (unsigned long long)c->calls, 1 + c->retrials);
             first = 0;
         }
     if (!first) fprintf(f, "\n  ");
@@ -109,8 +110,8 @@ void gcmpi_auto_report_models_json(FILE *f)
                 "\"gbytes-intra\": %.6g, \"encode-gbs\": %.6g, \"decode-gbs\": %.6g, "
                 "\"payload-ratio\": %.6g, \"density\": %.6g, \"native-ratio\": %.6g}",
                 first ? "" : ",", r->comm, e->p, e->n_nodes, e->node_size, ai, 8e-9 * bi, aq,
-                1e-9 * bq, e->encode_s_per_byte > 0 ? 1e-9 / e->encode_s_per_byte : 0.0,
-                e->decode_s_per_byte > 0 ? 1e-9 / e->decode_s_per_byte : 0.0, e->payload_ratio,
+                1e-9 * bq, 1e-9 * gcmpi_lin_rate_of(e->encode),
+                1e-9 * gcmpi_lin_rate_of(e->decode), e->payload_ratio,
                 e->density, e->native_ratio);
         first = 0;
     }

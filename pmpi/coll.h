@@ -129,6 +129,12 @@ void gcmpi_nodes_free(gcmpi_nodes *nodes);
 #define GCMPI_AUTO_TRIAL_CALLS 3  /* calls each                         */
 #define GCMPI_AUTO_MARGIN 0.05    /* a lossy pick must beat passthrough's
                                      median call by this fraction          */
+/* A sparse codec's kept fraction that moved by this factor since a size's
+ * trial (GCMPI_WARMUP's decay from 0.25, the adaptive layer) starts a new
+ * trial there, at most GCMPI_AUTO_RETRIALS times a size: a choice settled
+ * at a quarter of the elements does not hold at 1 %. */
+#define GCMPI_AUTO_RETRIAL_FACTOR 2.0
+#define GCMPI_AUTO_RETRIALS 8
 typedef struct gcmpi_auto_choice {
     size_t count;          /* floats of the call                        */
     gcmpi_algo algo;       /* what auto runs (after the trial: settled) */
@@ -144,6 +150,9 @@ typedef struct gcmpi_auto_choice {
     int trial_calls[GCMPI_AUTO_TRIALS];
     double trial_s[GCMPI_AUTO_TRIALS][GCMPI_AUTO_TRIAL_CALLS]; /* this rank's
                                                                   call times */
+    double ratio;          /* sparse codecs: the kept fraction of the
+                              latest trial's calls (0: not known)        */
+    int retrials;          /* trials started again since the first      */
 } gcmpi_auto_choice;
 
 typedef struct gcmpi_auto_model {
@@ -196,16 +205,21 @@ int gcmpi_auto_model_of(gcmpi_coll_ctx *ctx, gcmpi_auto_model **model);
 /* The agreement step alone: every rank's GCMPI_AUTO_FIGURES measured
  * figures (times of the primitives at two sizes, and a third and fourth
  * large one with their sizes, over the communicator and between leaders; inside a
- * node at three sizes; the input scan's and codec's rates, the payload
- * ratio) are
+ * node at three sizes; the input scan's, encode's and decode's times at
+ * three sizes, the payload ratio) are
  * all-gathered, each replaced by its (lower) median over ranks and turned
  * into *model, the same on every rank whatever each rank measured.
  * Collective over ctx->comm. */
-#define GCMPI_AUTO_FIGURES 37
+#define GCMPI_AUTO_FIGURES 43
 int gcmpi_auto_agree(gcmpi_coll_ctx *ctx, const gcmpi_nodes *nodes, const double *local,
                      gcmpi_auto_model *model);
 gcmpi_algo gcmpi_auto_pick(const gcmpi_config *cfg, const gcmpi_auto_model *model, size_t count,
                            double *predicted);
+/* The model at the kept fraction ratio (a warm-up's, not cfg's configured
+ * one the codec was timed at): a sparse codec's payload and its union
+ * scale with it; others, or ratio 0, are the model as measured. */
+gcmpi_cost_env gcmpi_auto_env_at(const gcmpi_config *cfg, const gcmpi_auto_model *model,
+                                 double ratio);
 /* The algorithms auto chooses from for cfg on env; returns how many. */
 int gcmpi_auto_candidates(const gcmpi_config *cfg, const gcmpi_cost_env *env, gcmpi_algo *out);
 /* 1 while count's row is in its trial (auto only): its calls are timed

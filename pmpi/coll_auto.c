@@ -4,11 +4,11 @@
  *
  * At the first auto call on a communicator (the same call on every rank,
  * because eligibility is), every rank times the MPI primitives the
- * algorithms are made of at two sizes — over the whole communicator,
- * inside its node, and between node leaders —, the codec's encode and
- * decode on a synthetic gradient, and the payload it produces. Every rank
- * takes the fastest of a few runs (load on a shared machine only ever adds
- * time). One PMPI_Allgather of all figures and the median over ranks of
+ * algorithms are made of at two to four sizes — over the whole
+ * communicator, inside its node, and between node leaders —, the input
+ * scan's rate, the codec's encode and decode on a synthetic gradient, and
+ * the payload it produces. Each run is timed on its slowest rank, and a
+ * figure is the typical run after a warm-up (settled()). One PMPI_Allgather of all figures and the median over ranks of
  * each (the lower one for an even count) makes them the same on every rank
  * without letting one rank's hiccup decide, so the pick, a pure function
  * of the agreed figures and the call's count, is the same everywhere.
@@ -20,6 +20,7 @@
  * then on; a lossy one only when it beats passthrough by GCMPI_AUTO_MARGIN. */
 #include "coll_impl.h"
 #include "cost_model.h"
+#include "adapt/gc_adapt.h"
 #include "node_shm.h"
 
 #include <math.h>
@@ -47,7 +48,7 @@
 #define BIG_FACTOR 16
 #define BIG_REPEATS 3 /* runs of every large point: each costs more */
 #define SLOW_FACTOR 4 /* the least third point, where the link is slow */
-#define SLOW_REPEATS 2 /* its runs: one was 1.7x off at 1 Gbit/s on a busy host */
+#define SLOW_REPEATS 3 /* its runs (the first warms up): one was 1.7x off at 1 Gbit/s */
 /* Where the 1 MiB allreduce scaled to BUCKET_BYTES stays under
  * BUCKET_BUDGET_S, a fourth point at BUCKET_BYTES, a framework's fused
  * gradient bucket and past a last-level cache: over shared memory the
@@ -60,14 +61,17 @@
 /* The figures that are agreed, as one array of doubles: per communicator
  * (flat, between leaders) the three primitives at two sizes, at the large
  * third point and that point's sizes (allreduce and alltoall, allgather
- * block). */
+ * block), allreduce and alltoall at the fourth and its size (0: not
+ * measured); inside a node; the scan's, encode's and decode's seconds at
+ * each of CODEC_POINTS, and the payload ratio. */
 enum {
     F_AR1, F_AR2, F_AG1, F_AG2, F_A2A1, F_A2A2, F_AR3, F_AG3, F_A2A3, F_X, F_XG, /* flat */
     F_AR4, F_A2A4, F_X4,
     B_AR1, B_AR2, B_AG1, B_AG2, B_A2A1, B_A2A2, B_AR3, B_AG3, B_A2A3, B_X, B_XG, /* between */
     B_AR4, B_A2A4, B_X4,
     N_RB1, N_RB2, N_AR1, N_AR2, N_ARM, /* in a node */
-    C_SCAN, C_ENC, C_DEC, C_RATIO,     /* codec     */
+    C_SCAN, C_ENC = C_SCAN + 3, C_DEC = C_ENC + 3, /* codec, at CODEC_POINTS */
+    C_RATIO = C_DEC + 3,
     FIGURES
 };
 enum { COMM_FIGURES = F_X4 - F_AR1 + 1 };
@@ -84,6 +88,24 @@ void gcmpi_coll_cache_free(gcmpi_coll_cache *c)
 }
 
 /* ---- measuring --------------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* A figure from n timed runs, as a typical call sees it: the first run
+ * warms up (pages, connections, MPI's buffers) and is dropped, the rest
+ * give their lower median. The fastest run, taken before, was the lucky
+ * one: 4 ranks on 2 cores put a 1 MiB allreduce at 0.7 ms whose calls'
+ * median took 1.3 to 1.5. Sorts t. */
+static double settled(double *t, int n)
+{
+    if (n <= 1) return n == 1 ? t[0] : INFINITY;
+    qsort(t + 1, (size_t)(n - 1), sizeof *t, cmp_double);
+    return t[1 + (n - 2) / 2];
+}
 
 typedef enum { PRIM_ALLREDUCE, PRIM_ALLGATHER, PRIM_ALLTOALL, PRIM_REDUCE_BCAST } prim;
 
@@ -108,10 +130,9 @@ static int run_prim(prim k, MPI_Comm comm, int p, uint8_t *a, uint8_t *b, size_t
     return MPI_ERR_ARG;
 }
 
-/* The fastest of `repeats` runs, each after a barrier and timed on the
- * slowest rank (one PMPI_Allreduce, MAX), as a call is paid: the first pays
- * for connections and caches, and other load only ever makes a run
- * slower. The same figure on every rank of comm. */
+/* settled() of `repeats` runs, each after a barrier and timed on the
+ * slowest rank (one PMPI_Allreduce, MAX), as a call is paid. The same
+ * figure on every rank of comm. */
 static double time_prim_n(prim k, MPI_Comm comm, uint8_t *a, uint8_t *b, size_t bytes,
                           int repeats)
 {
@@ -126,10 +147,7 @@ static double time_prim_n(prim k, MPI_Comm comm, uint8_t *a, uint8_t *b, size_t 
         const double mine = PMPI_Wtime() - t0;
         if (PMPI_Allreduce(&mine, &t[i], 1, MPI_DOUBLE, MPI_MAX, comm) != MPI_SUCCESS) return 0.0;
     }
-    double best = t[0];
-    for (int i = 1; i < repeats; i++)
-        if (t[i] < best) best = t[i];
-    return best;
+    return settled(t, repeats);
 }
 
 static double time_prim(prim k, MPI_Comm comm, uint8_t *a, uint8_t *b, size_t bytes)
@@ -138,7 +156,7 @@ static double time_prim(prim k, MPI_Comm comm, uint8_t *a, uint8_t *b, size_t by
 }
 
 /* hier's two phases inside the node through its shared window, as
- * hier_scatter runs them: the fastest of `repeats`, on the slowest rank. */
+ * hier_scatter runs them: settled() of `repeats` runs on the slowest rank. */
 static double time_node_window(gcmpi_nodes *n, uint8_t *a, uint8_t *b, size_t bytes,
                                int repeats)
 {
@@ -147,7 +165,8 @@ static double time_node_window(gcmpi_nodes *n, uint8_t *a, uint8_t *b, size_t by
         n->counts[i] = (int)gcmpi_chunk_len(count, n->node_size, i);
         n->displs[i] = (int)gcmpi_chunk_start(count, n->node_size, i);
     }
-    double best = INFINITY;
+    double t[REPEATS];
+    if (repeats > REPEATS) repeats = REPEATS;
     for (int i = 0; i < repeats; i++) {
         PMPI_Barrier(n->node);
         const double t0 = PMPI_Wtime();
@@ -159,11 +178,10 @@ static double time_node_window(gcmpi_nodes *n, uint8_t *a, uint8_t *b, size_t by
                                           MPI_SUCCESS, &worst);
         if (rc != MPI_SUCCESS) return 0.0;
         const double mine = PMPI_Wtime() - t0;
-        double t;
-        if (PMPI_Allreduce(&mine, &t, 1, MPI_DOUBLE, MPI_MAX, n->node) != MPI_SUCCESS) return 0.0;
-        if (t < best) best = t;
+        if (PMPI_Allreduce(&mine, &t[i], 1, MPI_DOUBLE, MPI_MAX, n->node) != MPI_SUCCESS)
+            return 0.0;
     }
-    return best;
+    return settled(t, repeats);
 }
 
 /* f[0 .. COMM_FIGURES-1] in the order of the flat block. Collective over
@@ -251,43 +269,63 @@ static int time_all_ranks(MPI_Comm comm, MPI_Comm node, double t0, double *longe
     return rc;
 }
 
+/* The codec's points, as the primitives' (a small vector is in cache, a
+ * large one streams from memory): its floats, calls a run (short calls
+ * repeated so the node's barriers stay a small part of a run), runs. */
+static const struct {
+    size_t floats;
+    int calls, runs;
+} CODEC_POINTS[] = {
+    {((size_t)64 << 10) / sizeof(float), 16, REPEATS},
+    {((size_t)1 << 20) / sizeof(float), 4, REPEATS},
+    {CODEC_FLOATS, 1, BIG_REPEATS},
+};
+enum { CODEC_N_POINTS = sizeof CODEC_POINTS / sizeof CODEC_POINTS[0] };
+_Static_assert(CODEC_N_POINTS == C_ENC - C_SCAN, "a scan, encode and decode figure a point");
+
 static void measure_codec(gcmpi_coll_ctx *ctx, MPI_Comm node, double *f, float *x, float *acc,
                           float *residual, uint8_t *payload, size_t cap)
 {
     const gcmpi_config *cfg = ctx->cfg;
-    const size_t n = CODEC_FLOATS;
     const int ef = cfg->ef && !(gc_codec_flags(cfg->codec) & GC_LOSSLESS);
-    synthetic_gradient(x, n);
-    double scan = INFINITY, enc = INFINITY, dec = INFINITY;
+    synthetic_gradient(x, CODEC_FLOATS);
     size_t len = 0;
     int failed = 0;
-    for (int i = 0; i < 3; i++) {
-        if (ef) memset(residual, 0, n * sizeof(float));
-        memset(acc, 0, n * sizeof(float));
-        double ts = INFINITY, te = INFINITY, td = INFINITY;
-        int rc = PMPI_Barrier(node);
-        double t0 = PMPI_Wtime();
-        failed = failed || !gc_all_finite(x, n); /* what every compressed call does first */
-        if (rc == MPI_SUCCESS) rc = time_all_ranks(ctx->comm, node, t0, &ts);
-        t0 = PMPI_Wtime();
-        if (!failed)
-            len = gc_encode(cfg->codec, x, ef ? residual : NULL, n, &cfg->params, 1, payload,
-                            cap, ctx->ws);
-        failed = failed || gc_is_error(len);
-        if (rc == MPI_SUCCESS) rc = time_all_ranks(ctx->comm, node, t0, &te);
-        t0 = PMPI_Wtime();
-        if (!failed) gc_decode_add_as(cfg->codec, payload, len, acc, n, ctx->ws);
-        if (rc == MPI_SUCCESS) rc = time_all_ranks(ctx->comm, node, t0, &td);
-        if (failed || rc != MPI_SUCCESS) continue;
-        if (ts < scan) scan = ts;
-        if (te < enc) enc = te;
-        if (td < dec) dec = td;
+    for (int k = 0; k < CODEC_N_POINTS; k++) {
+        const size_t n = CODEC_POINTS[k].floats;
+        const int calls = CODEC_POINTS[k].calls, runs = CODEC_POINTS[k].runs;
+        double ts[REPEATS], te[REPEATS], td[REPEATS];
+        for (int i = 0; i < runs; i++) {
+            if (ef) memset(residual, 0, n * sizeof(float));
+            memset(acc, 0, n * sizeof(float));
+            ts[i] = te[i] = td[i] = INFINITY;
+            double scan, enc, dec;
+            int rc = PMPI_Barrier(node);
+            double t0 = PMPI_Wtime();
+            /* what every compressed call does first */
+            for (int c = 0; c < calls; c++) failed = failed || !gc_all_finite(x, n);
+            if (rc == MPI_SUCCESS) rc = time_all_ranks(ctx->comm, node, t0, &scan);
+            t0 = PMPI_Wtime();
+            for (int c = 0; c < calls && !failed; c++) {
+                len = gc_encode(cfg->codec, x, ef ? residual : NULL, n, &cfg->params, 1, payload,
+                                cap, ctx->ws);
+                failed = gc_is_error(len);
+            }
+            if (rc == MPI_SUCCESS) rc = time_all_ranks(ctx->comm, node, t0, &enc);
+            t0 = PMPI_Wtime();
+            for (int c = 0; c < calls && !failed; c++)
+                gc_decode_add_as(cfg->codec, payload, len, acc, n, ctx->ws);
+            if (rc == MPI_SUCCESS) rc = time_all_ranks(ctx->comm, node, t0, &dec);
+            if (failed || rc != MPI_SUCCESS) continue;
+            ts[i] = scan / calls, te[i] = enc / calls, td[i] = dec / calls;
+        }
+        const double scan = settled(ts, runs), enc = settled(te, runs), dec = settled(td, runs);
+        f[C_SCAN + k] = isfinite(scan) ? scan : 0.0;
+        f[C_ENC + k] = isfinite(enc) ? enc : 0.0;
+        f[C_DEC + k] = isfinite(dec) ? dec : 0.0;
     }
-    const double bytes = (double)(n * sizeof(float));
-    f[C_SCAN] = isfinite(scan) ? scan / bytes : 0.0;
-    f[C_ENC] = isfinite(enc) ? enc / bytes : 0.0;
-    f[C_DEC] = isfinite(dec) ? dec / bytes : 0.0;
-    f[C_RATIO] = gc_is_error(len) ? 1.0 : (double)len / bytes;
+    const double bytes = (double)(CODEC_FLOATS * sizeof(float));
+    f[C_RATIO] = failed || gc_is_error(len) ? 1.0 : (double)len / bytes;
 }
 
 /* Bytes MPI sums on the native path per input byte (coll_native.c). */
@@ -354,12 +392,6 @@ static int measure(gcmpi_coll_ctx *ctx, gcmpi_nodes *nodes, double *f)
     return rc;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* The primitives' lines from one communicator's block of agreed figures
  * (flat or between; gs: the small allgather block on it). */
 static gcmpi_prims prims_fit(const double *f, double gs)
@@ -424,9 +456,11 @@ int gcmpi_auto_agree(gcmpi_coll_ctx *ctx, const gcmpi_nodes *nodes, const double
     e->node_size = nodes->max_node_size;
     e->hier_scatter = gcmpi_hier_scatter_style(cfg, nodes, 1);
     e->one_node_window = gcmpi_hier_one_node_window(cfg, nodes, 1);
-    e->scan_s_per_byte = agreed[C_SCAN];
-    e->encode_s_per_byte = agreed[C_ENC];
-    e->decode_s_per_byte = agreed[C_DEC];
+    double xc[CODEC_N_POINTS];
+    for (int k = 0; k < CODEC_N_POINTS; k++) xc[k] = (double)(CODEC_POINTS[k].floats * sizeof(float));
+    e->scan = gcmpi_lin_through(xc, &agreed[C_SCAN], CODEC_N_POINTS);
+    e->encode = gcmpi_lin_through(xc, &agreed[C_ENC], CODEC_N_POINTS);
+    e->decode = gcmpi_lin_through(xc, &agreed[C_DEC], CODEC_N_POINTS);
     e->payload_ratio = agreed[C_RATIO];
     e->native_ratio = native_ratio(cfg, p, agreed[C_RATIO]);
     e->density = (gc_codec_flags(cfg->codec) & GC_SPARSE) ? cfg->params.ratio : 0.0;
@@ -504,13 +538,26 @@ static gcmpi_auto_choice *choice_row(gcmpi_auto_model *m, size_t count, int add)
     return c;
 }
 
-/* A new row: the model's pick, its runners-up and passthrough to try. */
+gcmpi_cost_env gcmpi_auto_env_at(const gcmpi_config *cfg, const gcmpi_auto_model *m, double ratio)
+{
+    gcmpi_cost_env e = m->env;
+    const double configured = cfg->params.ratio;
+    if (e.density > 0 && ratio > 0 && configured > 0 && ratio != configured) {
+        e.payload_ratio *= ratio / configured;
+        e.density = ratio;
+    }
+    return e;
+}
+
+/* A new row (or one whose ratio moved): the model's pick, its runners-up
+ * and passthrough to try. */
 static void start_trial(gcmpi_coll_ctx *ctx, gcmpi_auto_model *m, gcmpi_auto_choice *c)
 {
     gcmpi_algo cand[GCMPI_ALGO_COUNT], rest[GCMPI_ALGO_COUNT];
-    const int n = gcmpi_auto_candidates(ctx->cfg, &m->env, cand);
+    const gcmpi_cost_env env = gcmpi_auto_env_at(ctx->cfg, m, c->ratio);
+    const int n = gcmpi_auto_candidates(ctx->cfg, &env, cand);
     const double bytes = (double)c->count * sizeof(float);
-    c->model = gcmpi_cost_pick(&m->env, cand, n, m->inner, bytes, &c->predicted_s);
+    c->model = gcmpi_cost_pick(&env, cand, n, m->inner, bytes, &c->predicted_s);
     c->algo = c->model;
     c->trial[c->n_trial++] = c->model;
     int k = 0;
@@ -522,7 +569,7 @@ static void start_trial(gcmpi_coll_ctx *ctx, gcmpi_auto_model *m, gcmpi_auto_cho
     const int room = GCMPI_AUTO_TRIALS - (c->model != GCMPI_ALGO_PASS);
     while (c->n_trial < room && k > 0) {
         double t;
-        const gcmpi_algo next = gcmpi_cost_pick(&m->env, rest, k, m->inner, bytes, &t);
+        const gcmpi_algo next = gcmpi_cost_pick(&env, rest, k, m->inner, bytes, &t);
         if (!isfinite(t)) break; /* none of the rest can run */
         c->trial[c->n_trial++] = next;
         int j = 0;
@@ -599,12 +646,34 @@ int gcmpi_auto_in_trial(gcmpi_coll_ctx *ctx, size_t count)
     return c && !c->settled;
 }
 
+/* A settled row whose sparse codec now keeps another fraction than in its
+ * trial starts over at the next call. ratio is the call's, the same on
+ * every rank under GCMPI_WARMUP (a function of the call's position), so
+ * every rank starts over at once; not under the adaptive layer, whose
+ * GCMPI_RATIO=auto follows each rank's own link time. */
+static void retrial_if_moved(const gcmpi_config *cfg, gcmpi_auto_choice *c, double ratio)
+{
+    if (!(gc_codec_flags(cfg->codec) & GC_SPARSE) || gc_adapt_active(&cfg->adapt) ||
+        !(c->ratio > 0) || !(ratio > 0))
+        return;
+    const double moved = ratio > c->ratio ? ratio / c->ratio : c->ratio / ratio;
+    if (moved < GCMPI_AUTO_RETRIAL_FACTOR || c->retrials >= GCMPI_AUTO_RETRIALS) return;
+    const int retrials = c->retrials + 1;
+    const size_t count = c->count;
+    memset(c, 0, sizeof *c);
+    c->count = count;
+    c->ratio = ratio;
+    c->retrials = retrials;
+}
+
 void gcmpi_auto_note(gcmpi_coll_ctx *ctx, size_t count, gcmpi_algo algo, double seconds)
 {
     if (ctx->cfg->algo != GCMPI_ALGO_AUTO || !ctx->cache || !ctx->cache->model) return;
     gcmpi_auto_choice *c = choice_row(ctx->cache->model, count, 0);
     if (!c) return;
+    const double ratio = ctx->cfg->params.ratio;
     if (!c->settled) {
+        c->ratio = ratio;
         for (int i = 0; i < c->n_trial; i++)
             if (c->trial[i] == algo && c->trial_calls[i] < GCMPI_AUTO_TRIAL_CALLS) {
                 c->trial_s[i][c->trial_calls[i]++] = seconds;
@@ -615,4 +684,5 @@ void gcmpi_auto_note(gcmpi_coll_ctx *ctx, size_t count, gcmpi_algo algo, double 
     if (c->algo != algo) return;
     c->calls++;
     c->measured_s += seconds;
+    retrial_if_moved(ctx->cfg, c, ratio);
 }

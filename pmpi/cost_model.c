@@ -3,11 +3,16 @@
 
 #include <math.h>
 
-/* sparse_rd's own work, fixed figures (not measured): dense adds once its
- * union is dense are memory bound (~5 GB/s of vector), a merge of two
- * sorted (index, value) lists streams each entry once (~3 ns). */
+/* sparse_rd's own work: dense adds once its union is dense are memory
+ * bound (~5 GB/s of vector), a merge of two sorted (index, value) lists
+ * streams each entry once (~3 ns). Besides, its own set goes through the
+ * dense vector DENSE_PASSES times (cleared, two reads to make the sorted
+ * set, cleared for the result), each a pass like the input scan where that
+ * was measured: 4 ranks on 2 cores spent 80 ms of a 64 MiB call there,
+ * which a fixed 5 GB/s put at 13. */
 #define DENSE_ADD_S_PER_BYTE 2e-10
 #define MERGE_S_PER_ENTRY 3e-9
+#define DENSE_PASSES 4
 /* A sparse entry on the wire: uint32 index + float value. */
 #define SPARSE_ENTRY_BYTES 8.0
 /* Bytes of a payload-size exchange. */
@@ -27,19 +32,26 @@ static double p2p(const gcmpi_cost_env *e, double x)
     return (l > 0 ? ag.a / l : ag.a) + (e->p > 1 ? ag.b / (e->p - 1) : ag.b) * x;
 }
 
-static double compute(const gcmpi_cost_env *e, double encoded_bytes, double decoded_bytes)
+static double enc(const gcmpi_cost_env *e, double bytes)
 {
-    return e->encode_s_per_byte * encoded_bytes + e->decode_s_per_byte * decoded_bytes;
+    return gcmpi_lin_at(e->encode, bytes);
+}
+
+static double dec(const gcmpi_cost_env *e, double bytes)
+{
+    return gcmpi_lin_at(e->decode, bytes);
 }
 
 /* The codec work of a flat algorithm on bytes, with its scan of them. */
 static double flat_compute(const gcmpi_cost_env *e, int p, gcmpi_algo algo, double bytes)
 {
-    const double scan = e->scan_s_per_byte * bytes;
+    const double scan = gcmpi_lin_at(e->scan, bytes);
     switch (algo) {
-    case GCMPI_ALGO_ALLGATHER: return scan + compute(e, bytes, p * bytes);
-    case GCMPI_ALGO_RSAG: return scan + compute(e, bytes + bytes / p, 2 * bytes);
-    case GCMPI_ALGO_NATIVE: return scan + compute(e, bytes, bytes);
+    case GCMPI_ALGO_ALLGATHER: return scan + enc(e, bytes) + p * dec(e, bytes);
+    case GCMPI_ALGO_RSAG: /* p chunks encoded, p decoded into this rank's, it
+                             re-encoded, p reduced chunks decoded */
+        return scan + (p + 1) * enc(e, bytes / p) + 2 * p * dec(e, bytes / p);
+    case GCMPI_ALGO_NATIVE: return scan + enc(e, bytes) + dec(e, bytes);
     default: return 0.0;
     }
 }
@@ -83,8 +95,10 @@ static double sparse_rd_cost(const gcmpi_cost_env *e, double bytes)
     const int rounds = (int)floor(log2((double)e->p));
     const int folded = e->p != (1 << rounds);
     const double per_entry = MERGE_S_PER_ENTRY;
-    /* the scan, and this rank's own set encoded and added */
-    double t = (e->scan_s_per_byte + e->encode_s_per_byte + e->decode_s_per_byte) * bytes;
+    /* the scan, this rank's own set encoded and added, its dense passes */
+    const double scan = gcmpi_lin_at(e->scan, bytes);
+    const double pass = scan > 0 ? scan : DENSE_ADD_S_PER_BYTE * bytes;
+    double t = scan + enc(e, bytes) + dec(e, bytes) + DENSE_PASSES * pass;
     double dens = d;
     for (int r = -folded; r < rounds; r++) {
         const double entries = dens * n;
@@ -108,7 +122,7 @@ double gcmpi_cost_predict(const gcmpi_cost_env *e, gcmpi_algo algo, gcmpi_algo i
         if (inner == GCMPI_ALGO_HIER || inner == GCMPI_ALGO_SPARSE_RD) return INFINITY;
         /* The call scans the whole input, then each column (or the
          * leader) its part of the node's sum again. */
-        const double scan = e->scan_s_per_byte * bytes;
+        const double scan = gcmpi_lin_at(e->scan, bytes);
         if (e->hier_scatter && e->node_size > 1 && bytes / 4 <= 2147483647.0)
             return scan + gcmpi_lin_at(e->node_allreduce, bytes) +
                    flat_compute(e, e->n_nodes, inner, bytes / e->node_size) +

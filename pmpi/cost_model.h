@@ -62,10 +62,12 @@ typedef struct gcmpi_cost_env {
                                 equal size, codec not powersgd)             */
     int one_node_window;     /* one node sharing a window: hier is the
                                 window's exact allreduce (node_allreduce)   */
-    double scan_s_per_byte;    /* the inf/NaN check every compressed call
-                                  makes of its input first, per input byte     */
-    double encode_s_per_byte;  /* codec encode, per input byte                 */
-    double decode_s_per_byte;  /* decode_add of one payload, per output byte   */
+    /* Seconds per call of x input bytes (lines like the primitives': a
+     * small vector is in cache, a large one streams from memory): */
+    gcmpi_lin scan;            /* the inf/NaN check every compressed call
+                                  makes of its input first                     */
+    gcmpi_lin encode;          /* codec encode (with the residual under EF)    */
+    gcmpi_lin decode;          /* decode_add of one payload, x output bytes    */
     double payload_ratio;      /* payload bytes / input bytes                  */
     double native_ratio;       /* bytes MPI sums on the native path / input
                                   bytes; 0: the codec has no native path       */
@@ -77,8 +79,8 @@ typedef struct gcmpi_cost_env {
  * (every compressed one also scans its input for inf and NaN first):
  *   passthrough  allreduce(bytes)
  *   allgather    encode + allgather(payload) + p decodes
- *   rsag         encode + alltoall(payload) + decode + encode of 1/p
- *                + allgather(payload/p) + decode
+ *   rsag         p encodes of 1/p + alltoall(payload) + p decodes of 1/p
+ *                + encode of 1/p + allgather(payload/p) + p decodes of 1/p
  *   native       encode + allreduce(native bytes) + decode
  *   hier         one node with a window: node_allreduce(bytes), exact
  *                (no scan: like passthrough it is MPI_SUM's arithmetic);
@@ -108,6 +110,19 @@ gcmpi_prims gcmpi_prims_alpha_beta(int p, int q, double alpha, double beta);
 /* Reduce then broadcast of x bytes among q ranks (binomial latency,
  * reduce-scatter + gather, scatter + allgather bandwidth). */
 gcmpi_lin gcmpi_reduce_bcast_alpha_beta(int q, double alpha, double beta);
+
+/* A pure rate: bytes_per_s bytes a second, no fixed cost. */
+static inline gcmpi_lin gcmpi_lin_rate(double bytes_per_s)
+{
+    return (gcmpi_lin){.b = bytes_per_s > 0 ? 1.0 / bytes_per_s : 0.0};
+}
+
+/* Its large messages' rate in bytes a second (0: none measured). */
+static inline double gcmpi_lin_rate_of(gcmpi_lin l)
+{
+    const double b = gcmpi_lin_slope(l);
+    return b > 0 ? 1.0 / b : 0.0;
+}
 
 /* The line through (x1, t1) and (x2, t2), x1 < x2, with a, b >= 0. */
 gcmpi_lin gcmpi_lin_fit(double x1, double t1, double x2, double t2);

@@ -886,9 +886,8 @@ static void test_auto_pick_is_the_same_on_every_rank_whatever_each_measured(harn
         uint64_t s = 77 + (uint64_t)me * 1000 + c;
         for (int i = 0; i < GCMPI_AUTO_FIGURES; i++) {
             double u = (double)(rng_next(&s) >> 11) * 0x1p-53;
-            const int times = GCMPI_AUTO_FIGURES - 4; /* then scan, encode, decode, ratio */
-            local[i] = i < times ? 1e-5 * (1 + 1000 * u)
-                       : i < times + 3 ? 1e-9 * (1 + 10 * u) : 0.01 + 0.5 * u;
+            const int times = GCMPI_AUTO_FIGURES - 1; /* then the payload ratio */
+            local[i] = i < times ? 1e-5 * (1 + 1000 * u) : 0.01 + 0.5 * u;
             if (me == 1) local[i] *= 20; /* one slow rank */
         }
         gcmpi_auto_model m;
@@ -1046,6 +1045,93 @@ static gcmpi_algo settle_with(harness *h, size_t n, double lossy_over_pass)
         a = gcmpi_coll_pick(&h->ctx, n, &rc);
     }
     return c->n_trial > 1 ? c->algo : GCMPI_ALGO_COUNT;
+}
+
+/* Runs count's trial to its end as the shim does under GCMPI_WARMUP: the
+ * pick sees the configured ratio, the call (and its note) the warm-up's;
+ * made-up times (passthrough slower). Returns the calls it took. */
+static int run_trial(harness *h, size_t n, double configured, double call_ratio)
+{
+    int rc = MPI_SUCCESS, calls = 0;
+    for (; calls < 64; calls++) {
+        h->cfg.params.ratio = configured;
+        const gcmpi_algo a = gcmpi_coll_pick(&h->ctx, n, &rc);
+        if (rc != MPI_SUCCESS || !gcmpi_auto_in_trial(&h->ctx, n)) break;
+        h->cfg.params.ratio = call_ratio;
+        gcmpi_auto_note(&h->ctx, n, a, a == GCMPI_ALGO_PASS ? 2e-3 : 1e-3);
+    }
+    h->cfg.params.ratio = call_ratio;
+    return calls;
+}
+
+/* A sparse codec whose kept fraction moved 2x since its size's trial
+ * (GCMPI_WARMUP decays it from 0.25) is tried again: on every rank at the
+ * same call, with the model at the new fraction; not for a move under 2x,
+ * a quantiser, or under the adaptive layer. */
+static void test_auto_tries_again_when_a_warm_up_ratio_moved(harness *h)
+{
+    use_node_size(h, 1);
+    h->cfg.algo = GCMPI_ALGO_AUTO;
+    const size_t n = 1 << 14;
+    static const struct {
+        const char *codec;
+        gc_adapt_method adapt; /* GCMPI_ADAPT */
+        double later;          /* the ratio of the calls after the trial */
+        int again;
+    } cases[] = {
+        {"topk", GC_ADAPT_NONE, 0.25 / 2.5, 1},
+        {"topk", GC_ADAPT_NONE, 0.25 / 1.5, 0},
+        {"int8", GC_ADAPT_NONE, 0.25 / 2.5, 0},
+        {"topk", GC_ADAPT_EDGC, 0.25 / 2.5, 0},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        use_codec(h, cases[k].codec);
+        h->cfg.adapt.method = cases[k].adapt;
+        gcmpi_coll_cache_free(&h->cache);
+        const double configured = h->cfg.params.ratio;
+        const int calls = run_trial(h, n, configured, 0.25); /* the warm-up's first calls */
+        gcmpi_auto_choice *c = h->cache.model ? &h->cache.model->choices[0] : NULL;
+        CHECK(c && c->settled && calls > 1, "%s: no trial (%d calls)", cases[k].codec, calls);
+        if (!c) continue;
+        h->cfg.params.ratio = cases[k].later;
+        const gcmpi_algo settled = c->algo;
+        gcmpi_auto_note(&h->ctx, n, settled, 1e-3); /* a settled call at the new ratio */
+        const int again = gcmpi_auto_in_trial(&h->ctx, n) || !c->settled;
+        int both[2] = {again, c->retrials};
+        CHECK(same_on_all_ranks(h, (const float *)both, 2), "%s: ranks disagree",
+              cases[k].codec);
+        CHECK(again == cases[k].again, "%s (adapt %d) ratio 0.25 -> %g: tried again %d, want %d",
+              cases[k].codec, (int)cases[k].adapt, cases[k].later, again, cases[k].again);
+        if (cases[k].again) {
+            CHECK(c->retrials == 1 && c->ratio == cases[k].later, "retrials %d ratio %g",
+                  c->retrials, c->ratio);
+            /* The new trial predicts at the new fraction: a sparse payload
+             * 2.5x smaller than at 0.25. */
+            int rc = MPI_SUCCESS;
+            h->cfg.params.ratio = configured;
+            (void)gcmpi_coll_pick(&h->ctx, n, &rc);
+            const gcmpi_cost_env at = gcmpi_auto_env_at(&h->cfg, h->cache.model, cases[k].later);
+            CHECK(fabs(at.payload_ratio / h->cache.model->env.payload_ratio -
+                       cases[k].later / configured) < 1e-12 &&
+                      at.density == cases[k].later,
+                  "the model at ratio %g: payload %g, density %g", cases[k].later,
+                  at.payload_ratio, at.density);
+            double want;
+            gcmpi_algo cand[GCMPI_ALGO_COUNT];
+            const int nc = gcmpi_auto_candidates(&h->cfg, &at, cand);
+            (void)gcmpi_cost_pick(&at, cand, nc, h->cache.model->inner, (double)n * sizeof(float),
+                                  &want);
+            CHECK(c->n_trial > 0 && c->predicted_s == want,
+                  "the new trial's prediction %g is not the model's at ratio %g (%g)",
+                  c->predicted_s, cases[k].later, want);
+            CHECK(run_trial(h, n, configured, cases[k].later) > 1 && c->settled,
+                  "the second trial did not run");
+        }
+        h->cfg.params.ratio = configured;
+        h->cfg.adapt.method = GC_ADAPT_NONE;
+    }
+    gcmpi_coll_cache_free(&h->cache);
+    use_node_size(h, 0);
 }
 
 static void test_auto_keeps_a_lossy_pick_only_when_clearly_faster(harness *h)
@@ -1435,6 +1521,7 @@ int main(int argc, char **argv)
         T(test_auto_measures_once_and_results_agree),
         T(test_auto_trial_settles_on_the_measured_fastest),
         T(test_auto_keeps_a_lossy_pick_only_when_clearly_faster),
+        T(test_auto_tries_again_when_a_warm_up_ratio_moved),
 #undef T
     };
     /* test_algos [test-name-part] [codec,codec...] */

@@ -22,8 +22,8 @@ static gcmpi_cost_env cluster(int p, int q, double beta_inter, double ratio, dou
                           : gcmpi_prims_alpha_beta(p, 1, 1e-6, 10e9),
         .between = gcmpi_prims_alpha_beta(nodes, 1, 10e-6, beta_inter),
         .reduce_bcast = gcmpi_reduce_bcast_alpha_beta(q, 1e-6, 10e9),
-        .encode_s_per_byte = 1 / 2e9,
-        .decode_s_per_byte = 1 / 5e9,
+        .encode = gcmpi_lin_rate(2e9),
+        .decode = gcmpi_lin_rate(5e9),
         .payload_ratio = ratio,
         .native_ratio = 0,
         .density = density,
@@ -155,7 +155,7 @@ Test(cost_model, a_compressed_call_pays_its_scan_and_passthrough_does_not)
     gcmpi_cost_env e = cluster(8, 1, 1.25e9, 0.02, 0);
     const double pass = gcmpi_cost_predict(&e, GCMPI_ALGO_PASS, 0, 64e6);
     const double ag = gcmpi_cost_predict(&e, GCMPI_ALGO_ALLGATHER, 0, 64e6);
-    e.scan_s_per_byte = 1 / 10e9;
+    e.scan = gcmpi_lin_rate(10e9);
     cr_assert_eq(gcmpi_cost_predict(&e, GCMPI_ALGO_PASS, 0, 64e6), pass);
     cr_assert_float_eq(gcmpi_cost_predict(&e, GCMPI_ALGO_ALLGATHER, 0, 64e6), ag + 64e6 / 10e9,
                        1e-12);
