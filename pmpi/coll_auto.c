@@ -403,8 +403,12 @@ static gcmpi_prims prims_fit(const double *f, double gs)
     const double ar[] = {AT(F_AR1), AT(F_AR2), AT(F_AR3), AT(F_AR4)};
     const double ag[] = {AT(F_AG1), AT(F_AG2), AT(F_AG3)};
     const double a2a[] = {AT(F_A2A1), AT(F_A2A2), AT(F_A2A3), AT(F_A2A4)};
+    /* The allreduce's largest measured point: past it a byte costs at
+     * least its mean (MPI's ring for large messages). */
+    double last = l;
+    for (int i = 2; i < 4 && xr[i] > last && ar[i] > 0; i++) last = xr[i];
     gcmpi_prims pr = {
-        .allreduce = gcmpi_lin_through(xr, ar, 4),
+        .allreduce = gcmpi_lin_floor_mean(gcmpi_lin_through(xr, ar, 4), last),
         .allgather = gcmpi_lin_through(xg, ag, 3),
         .alltoall = gcmpi_lin_through(xr, a2a, 4),
     };

@@ -172,13 +172,28 @@ gcmpi_lin gcmpi_reduce_bcast_alpha_beta(int q, double alpha, double beta)
 
 gcmpi_lin gcmpi_lin_through(const double *x, const double *t, int n)
 {
-    gcmpi_lin l = n >= 2 ? gcmpi_lin_fit(x[0], t[0], x[1], t[1]) : (gcmpi_lin){0};
+    if (n < 2) return (gcmpi_lin){0};
+    gcmpi_lin l = gcmpi_lin_fit(x[0], t[0], x[1], t[1]);
     for (int i = 2, k = 0; i < n && i < 4; i++, k++) {
         if (!(x[i] > x[i - 1]) || !(t[i] > 0)) break;
         l.knee[k] = x[i - 1];
         const double at_knee = gcmpi_lin_at(l, x[i - 1]);
         l.b_after[k] = (t[i] - at_knee) / (x[i] - x[i - 1]);
         if (!(l.b_after[k] > 0)) l.b_after[k] = 0.0;
+    }
+    return l;
+}
+
+gcmpi_lin gcmpi_lin_floor_mean(gcmpi_lin l, double x)
+{
+    if (!(x > 0)) return l;
+    int k = 0;
+    while (k < GCMPI_LIN_KNEES && l.knee[k] > 0 && l.knee[k] < x) k++;
+    if (k == GCMPI_LIN_KNEES || l.knee[k] > 0) return l; /* no room, or x is not the last */
+    const double mean = (gcmpi_lin_at(l, x) - l.a) / x;
+    if (gcmpi_lin_slope(l) < mean) {
+        l.knee[k] = x;
+        l.b_after[k] = mean;
     }
     return l;
 }

@@ -18,20 +18,22 @@
 
 #include "gcmpi_config.h"
 
+#define GCMPI_LIN_KNEES 3
+
 typedef struct gcmpi_lin {
     double a; /* seconds */
     double b; /* seconds per byte */
-    /* Past knee[i] bytes (0: no such knee; knee[0] < knee[1]) the slope is
+    /* Past knee[i] bytes (0: no such knee; increasing) the slope is
      * b_after[i]: a large message leaves the caches and MPI switches
      * algorithms, so the slope of the calibration's small sizes does not
      * reach 64 MiB. */
-    double knee[2], b_after[2];
+    double knee[GCMPI_LIN_KNEES], b_after[GCMPI_LIN_KNEES];
 } gcmpi_lin;
 
 static inline double gcmpi_lin_at(gcmpi_lin l, double bytes)
 {
     double t = l.a, from = 0.0, slope = l.b;
-    for (int i = 0; i < 2 && l.knee[i] > 0 && bytes > l.knee[i]; i++) {
+    for (int i = 0; i < GCMPI_LIN_KNEES && l.knee[i] > 0 && bytes > l.knee[i]; i++) {
         t += slope * (l.knee[i] - from);
         from = l.knee[i];
         slope = l.b_after[i];
@@ -42,7 +44,9 @@ static inline double gcmpi_lin_at(gcmpi_lin l, double bytes)
 /* The slope of large messages. */
 static inline double gcmpi_lin_slope(gcmpi_lin l)
 {
-    return l.knee[1] > 0 ? l.b_after[1] : l.knee[0] > 0 ? l.b_after[0] : l.b;
+    double b = l.b;
+    for (int i = 0; i < GCMPI_LIN_KNEES && l.knee[i] > 0; i++) b = l.b_after[i];
+    return b;
 }
 
 /* The primitives on one communicator. */
@@ -133,5 +137,14 @@ gcmpi_lin gcmpi_lin_fit(double x1, double t1, double x2, double t2);
  * whose t is 0 (not measured) or whose x is not above the one before ends
  * the line there. */
 gcmpi_lin gcmpi_lin_through(const double *x, const double *t, int n);
+
+/* l, but past x bytes (its last measured point) a byte costs at least
+ * what one cost on average up to x (l's time there less its fixed cost):
+ * for an allreduce, whose large messages MPI sends by a ring that costs
+ * per byte what the last point cost on average, where the chord from a
+ * smaller point (recursive doubling, dearer per byte) is too flat.
+ * Between two emulated nodes at 1 Gbit/s that chord put a 64 MiB
+ * passthrough at 0.1-0.4x its time. */
+gcmpi_lin gcmpi_lin_floor_mean(gcmpi_lin l, double x);
 
 #endif /* GCMPI_COST_MODEL_H */

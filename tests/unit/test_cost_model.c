@@ -150,6 +150,31 @@ Test(cost_model, a_line_through_points_passes_each_and_goes_on_with_the_last_slo
     cr_assert_float_eq(gcmpi_lin_at(n, 64 * MiB), 16e-3, 1e-9);
 }
 
+Test(cost_model, past_the_last_point_a_byte_costs_at_least_the_last_points_mean)
+{
+    /* Open MPI between two nodes at 1 Gbit/s: 1 MiB by recursive doubling
+     * (34 ms), 4 MiB by a ring (59 ms, 14.6 ms/MiB); the chord between
+     * them (8.3 ms/MiB) would put 64 MiB at 560 ms, the ring takes ~940. */
+    const double MiB = 1 << 20;
+    const double x[] = {16e3, MiB, 4 * MiB}, t[] = {1e-3, 34e-3, 59e-3};
+    const gcmpi_lin chord = gcmpi_lin_through(x, t, 3);
+    cr_assert_lt(gcmpi_lin_at(chord, 64 * MiB), 0.6);
+    const gcmpi_lin l = gcmpi_lin_floor_mean(chord, 4 * MiB);
+    for (int i = 0; i < 3; i++) cr_assert_float_eq(gcmpi_lin_at(l, x[i]), t[i], 1e-9, "point %d", i);
+    const double mean = (59e-3 - l.a) / (4 * MiB);
+    cr_assert_float_eq(gcmpi_lin_slope(l), mean, 1e-15);
+    cr_assert_float_eq(gcmpi_lin_at(l, 64 * MiB), 59e-3 + 60 * MiB * mean, 1e-9);
+    cr_assert_gt(gcmpi_lin_at(l, 64 * MiB), 0.9);
+    /* A steeper last segment is kept; a floor at a point that is not the
+     * last changes nothing. */
+    const double t_bend[] = {1e-3, 34e-3, 200e-3};
+    const gcmpi_lin bend = gcmpi_lin_through(x, t_bend, 3);
+    const gcmpi_lin floored = gcmpi_lin_floor_mean(bend, 4 * MiB);
+    cr_assert_eq(gcmpi_lin_slope(floored), gcmpi_lin_slope(bend));
+    const gcmpi_lin early = gcmpi_lin_floor_mean(chord, MiB);
+    cr_assert_eq(gcmpi_lin_at(early, 64 * MiB), gcmpi_lin_at(chord, 64 * MiB));
+}
+
 Test(cost_model, a_compressed_call_pays_its_scan_and_passthrough_does_not)
 {
     gcmpi_cost_env e = cluster(8, 1, 1.25e9, 0.02, 0);
