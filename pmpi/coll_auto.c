@@ -8,10 +8,11 @@
  * communicator, inside its node, and between node leaders —, the input
  * scan's rate, the codec's encode and decode on a synthetic gradient, and
  * the payload it produces. Each run is timed on its slowest rank, and a
- * figure is the typical run after a warm-up (settled()). One PMPI_Allgather of all figures and the median over ranks of
- * each (the lower one for an even count) makes them the same on every rank
- * without letting one rank's hiccup decide, so the pick, a pure function
- * of the agreed figures and the call's count, is the same everywhere.
+ * figure is the typical run after a warm-up (settled()). One
+ * PMPI_Allgather of all figures and the median over ranks of each (the
+ * lower one for an even count) makes them the same on every rank without
+ * letting one rank's hiccup decide, so the pick, a pure function of the
+ * agreed figures and the call's count, is the same everywhere.
  *
  * A model can be wrong (a loaded machine, a link it did not measure well),
  * and auto must not lose to native: per call size the model's pick, its
@@ -107,6 +108,18 @@ static double settled(double *t, int n)
     return t[1 + (n - 2) / 2];
 }
 
+/* A point's runs past the third stop once they took this long: on the
+ * emulated 2 x 4 cluster, 8 ranks on 2 cores, a 16 KiB allreduce of all
+ * ranks took 87 ms, and five runs of each point of all ranks 4.7 s. */
+#define POINT_BUDGET_S 0.1
+
+static int over_budget(const double *t, int runs)
+{
+    double sum = 0.0;
+    for (int i = 0; i < runs; i++) sum += t[i];
+    return runs >= 3 && sum > POINT_BUDGET_S;
+}
+
 typedef enum { PRIM_ALLREDUCE, PRIM_ALLGATHER, PRIM_ALLTOALL, PRIM_REDUCE_BCAST } prim;
 
 static int run_prim(prim k, MPI_Comm comm, int p, uint8_t *a, uint8_t *b, size_t bytes)
@@ -131,8 +144,10 @@ static int run_prim(prim k, MPI_Comm comm, int p, uint8_t *a, uint8_t *b, size_t
 }
 
 /* settled() of `repeats` runs, each after a barrier and timed on the
- * slowest rank (one PMPI_Allreduce, MAX), as a call is paid. The same
- * figure on every rank of comm. */
+ * slowest rank (one PMPI_Allreduce, MAX), as a call is paid; after the
+ * third, no more once the runs took POINT_BUDGET_S (every rank sees the
+ * same times, so all stop together). The same figure on every rank of
+ * comm. */
 static double time_prim_n(prim k, MPI_Comm comm, uint8_t *a, uint8_t *b, size_t bytes,
                           int repeats)
 {
@@ -146,6 +161,7 @@ static double time_prim_n(prim k, MPI_Comm comm, uint8_t *a, uint8_t *b, size_t 
         if (run_prim(k, comm, p, a, b, bytes) != MPI_SUCCESS) return 0.0;
         const double mine = PMPI_Wtime() - t0;
         if (PMPI_Allreduce(&mine, &t[i], 1, MPI_DOUBLE, MPI_MAX, comm) != MPI_SUCCESS) return 0.0;
+        if (over_budget(t, i + 1)) return settled(t, i + 1);
     }
     return settled(t, repeats);
 }
@@ -180,6 +196,7 @@ static double time_node_window(gcmpi_nodes *n, uint8_t *a, uint8_t *b, size_t by
         const double mine = PMPI_Wtime() - t0;
         if (PMPI_Allreduce(&mine, &t[i], 1, MPI_DOUBLE, MPI_MAX, n->node) != MPI_SUCCESS)
             return 0.0;
+        if (over_budget(t, i + 1)) return settled(t, i + 1);
     }
     return settled(t, repeats);
 }
@@ -253,31 +270,32 @@ static void synthetic_gradient(float *x, size_t n)
  * A call waits for its slowest rank, and every rank encodes at once there:
  * ranks of a node share its cores and memory bandwidth and slow each other.
  * So each run starts the ranks of a node at a barrier and ends at the next
- * one, and its figure is the longest such time over all ranks (one
- * PMPI_Allreduce, MAX): the time until a node's ranks have all encoded.
- * Timed alone on each rank, 8 ranks on 2 cores ran their short encodes one
- * time slice each, unpreempted, and the model put a sign encode of 16 MiB
- * at 4 ms where the call's took 17. The barriers are the node's: over a
- * slow link they would add its latency to the codec's figure. Collective
- * over ctx->comm; every rank runs the same calls whatever its codec
- * returns. */
-static int time_all_ranks(MPI_Comm comm, MPI_Comm node, double t0, double *longest)
+ * one: the time until a node's ranks have all encoded, the same on each of
+ * them up to a barrier's skew; the figures are then the longest over all
+ * ranks (one PMPI_Allreduce, MAX, on the communicator). Timed alone on
+ * each rank, 8 ranks on 2 cores ran their short encodes one time slice
+ * each, unpreempted, and the model put a sign encode of 16 MiB at 4 ms
+ * where the call's took 17. Only the node's ranks take part in a run: over
+ * a slow link a collective of all ranks after each run cost the emulated
+ * 2 x 4 cluster 2 s of calibration. Collective over the node; every rank
+ * runs the same calls whatever its codec returns. */
+static int time_node_ranks(MPI_Comm node, double t0, double *elapsed)
 {
-    int rc = PMPI_Barrier(node);
-    const double t = PMPI_Wtime() - t0;
-    if (rc == MPI_SUCCESS) rc = PMPI_Allreduce(&t, longest, 1, MPI_DOUBLE, MPI_MAX, comm);
+    const int rc = PMPI_Barrier(node);
+    *elapsed = PMPI_Wtime() - t0;
     return rc;
 }
 
 /* The codec's points, as the primitives' (a small vector is in cache, a
  * large one streams from memory): its floats, calls a run (short calls
- * repeated so the node's barriers stay a small part of a run), runs. */
+ * repeated so the node's barriers stay a small part of a run, and a run
+ * is already a mean), runs. */
 static const struct {
     size_t floats;
     int calls, runs;
 } CODEC_POINTS[] = {
-    {((size_t)64 << 10) / sizeof(float), 16, REPEATS},
-    {((size_t)1 << 20) / sizeof(float), 4, REPEATS},
+    {((size_t)64 << 10) / sizeof(float), 16, BIG_REPEATS},
+    {((size_t)1 << 20) / sizeof(float), 4, BIG_REPEATS},
     {CODEC_FLOATS, 1, BIG_REPEATS},
 };
 enum { CODEC_N_POINTS = sizeof CODEC_POINTS / sizeof CODEC_POINTS[0] };
@@ -299,23 +317,23 @@ static void measure_codec(gcmpi_coll_ctx *ctx, MPI_Comm node, double *f, float *
             if (ef) memset(residual, 0, n * sizeof(float));
             memset(acc, 0, n * sizeof(float));
             ts[i] = te[i] = td[i] = INFINITY;
-            double scan, enc, dec;
+            double scan = 0, enc = 0, dec = 0;
             int rc = PMPI_Barrier(node);
             double t0 = PMPI_Wtime();
             /* what every compressed call does first */
             for (int c = 0; c < calls; c++) failed = failed || !gc_all_finite(x, n);
-            if (rc == MPI_SUCCESS) rc = time_all_ranks(ctx->comm, node, t0, &scan);
+            if (rc == MPI_SUCCESS) rc = time_node_ranks(node, t0, &scan);
             t0 = PMPI_Wtime();
             for (int c = 0; c < calls && !failed; c++) {
                 len = gc_encode(cfg->codec, x, ef ? residual : NULL, n, &cfg->params, 1, payload,
                                 cap, ctx->ws);
                 failed = gc_is_error(len);
             }
-            if (rc == MPI_SUCCESS) rc = time_all_ranks(ctx->comm, node, t0, &enc);
+            if (rc == MPI_SUCCESS) rc = time_node_ranks(node, t0, &enc);
             t0 = PMPI_Wtime();
             for (int c = 0; c < calls && !failed; c++)
                 gc_decode_add_as(cfg->codec, payload, len, acc, n, ctx->ws);
-            if (rc == MPI_SUCCESS) rc = time_all_ranks(ctx->comm, node, t0, &dec);
+            if (rc == MPI_SUCCESS) rc = time_node_ranks(node, t0, &dec);
             if (failed || rc != MPI_SUCCESS) continue;
             ts[i] = scan / calls, te[i] = enc / calls, td[i] = dec / calls;
         }
@@ -324,6 +342,10 @@ static void measure_codec(gcmpi_coll_ctx *ctx, MPI_Comm node, double *f, float *
         f[C_ENC + k] = isfinite(enc) ? enc : 0.0;
         f[C_DEC + k] = isfinite(dec) ? dec : 0.0;
     }
+    double slowest_node[C_RATIO - C_SCAN];
+    if (PMPI_Allreduce(&f[C_SCAN], slowest_node, C_RATIO - C_SCAN, MPI_DOUBLE, MPI_MAX,
+                       ctx->comm) == MPI_SUCCESS)
+        memcpy(&f[C_SCAN], slowest_node, sizeof slowest_node);
     const double bytes = (double)(CODEC_FLOATS * sizeof(float));
     f[C_RATIO] = failed || gc_is_error(len) ? 1.0 : (double)len / bytes;
 }
@@ -461,7 +483,8 @@ int gcmpi_auto_agree(gcmpi_coll_ctx *ctx, const gcmpi_nodes *nodes, const double
     e->hier_scatter = gcmpi_hier_scatter_style(cfg, nodes, 1);
     e->one_node_window = gcmpi_hier_one_node_window(cfg, nodes, 1);
     double xc[CODEC_N_POINTS];
-    for (int k = 0; k < CODEC_N_POINTS; k++) xc[k] = (double)(CODEC_POINTS[k].floats * sizeof(float));
+    for (int k = 0; k < CODEC_N_POINTS; k++)
+        xc[k] = (double)(CODEC_POINTS[k].floats * sizeof(float));
     e->scan = gcmpi_lin_through(xc, &agreed[C_SCAN], CODEC_N_POINTS);
     e->encode = gcmpi_lin_through(xc, &agreed[C_ENC], CODEC_N_POINTS);
     e->decode = gcmpi_lin_through(xc, &agreed[C_DEC], CODEC_N_POINTS);

@@ -133,7 +133,8 @@ Test(cost_model, a_line_through_points_passes_each_and_goes_on_with_the_last_slo
     const double x[] = {16e3, MiB, 16 * MiB, 32 * MiB};
     const double t[] = {50e-6, 1e-3, 16e-3, 48e-3};
     const gcmpi_lin l = gcmpi_lin_through(x, t, 4);
-    for (int i = 0; i < 4; i++) cr_assert_float_eq(gcmpi_lin_at(l, x[i]), t[i], 1e-9, "point %d", i);
+    for (int i = 0; i < 4; i++)
+        cr_assert_float_eq(gcmpi_lin_at(l, x[i]), t[i], 1e-9, "point %d", i);
     cr_assert_float_eq(gcmpi_lin_at(l, 64 * MiB), 48e-3 + 32 * 2e-3, 1e-9);
     cr_assert_float_eq(gcmpi_lin_slope(l), 2e-3 / MiB, 1e-15);
     /* Between points it is the chord: 8 MiB on the 1-16 MiB segment. */
@@ -160,7 +161,8 @@ Test(cost_model, past_the_last_point_a_byte_costs_at_least_the_last_points_mean)
     const gcmpi_lin chord = gcmpi_lin_through(x, t, 3);
     cr_assert_lt(gcmpi_lin_at(chord, 64 * MiB), 0.6);
     const gcmpi_lin l = gcmpi_lin_floor_mean(chord, 4 * MiB);
-    for (int i = 0; i < 3; i++) cr_assert_float_eq(gcmpi_lin_at(l, x[i]), t[i], 1e-9, "point %d", i);
+    for (int i = 0; i < 3; i++)
+        cr_assert_float_eq(gcmpi_lin_at(l, x[i]), t[i], 1e-9, "point %d", i);
     const double mean = (59e-3 - l.a) / (4 * MiB);
     cr_assert_float_eq(gcmpi_lin_slope(l), mean, 1e-15);
     cr_assert_float_eq(gcmpi_lin_at(l, 64 * MiB), 59e-3 + 60 * MiB * mean, 1e-9);
