@@ -18,6 +18,8 @@
 
 #include "gcmpi_config.h"
 
+/* Bends of a line: two from four measured points, one more for
+ * gcmpi_lin_floor_mean past the last. */
 #define GCMPI_LIN_KNEES 3
 
 typedef struct gcmpi_lin {
