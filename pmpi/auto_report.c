@@ -12,6 +12,7 @@ typedef struct retired {
     char comm[GCMPI_LABEL_LEN];
     int p, n_nodes;
     gcmpi_cost_env env;
+    double calibration_s;
     int n;
     gcmpi_auto_choice choices[GCMPI_AUTO_MAX_CHOICES];
     struct retired *next;
@@ -29,6 +30,7 @@ void gcmpi_auto_report_retire(const char *comm, const gcmpi_auto_model *m)
     r->p = m->env.p;
     r->n_nodes = m->env.n_nodes;
     r->env = m->env;
+    r->calibration_s = m->calibration_s;
     r->n = m->n_choices;
     memcpy(r->choices, m->choices, (size_t)m->n_choices * sizeof *m->choices);
     pthread_mutex_lock(&lock);
@@ -44,7 +46,9 @@ static double mean_ms(const gcmpi_auto_choice *c)
 
 void gcmpi_auto_report_print(FILE *f)
 {
-    for (const retired *r = head; r; r = r->next)
+    for (const retired *r = head; r; r = r->next) {
+        fprintf(f, "libgcmpi: auto's calibration on %s (%d ranks, %d nodes): %.3f s\n", r->comm,
+                r->p, r->n_nodes, r->calibration_s);
         for (int i = 0; i < r->n; i++) {
             const gcmpi_auto_choice *c = &r->choices[i];
             fprintf(f,
@@ -54,6 +58,7 @@ void gcmpi_auto_report_print(FILE *f)
                     gcmpi_algo_name(c->model), 1e3 * c->predicted_s, mean_ms(c),
                     (unsigned long long)c->calls, 1 + c->retrials);
         }
+    }
 }
 
 void gcmpi_auto_report_json(FILE *f)
@@ -108,11 +113,12 @@ void gcmpi_auto_report_models_json(FILE *f)
                 "%s\n    {\"comm\": \"%s\", \"ranks\": %d, \"nodes\": %d, \"node_size\": %d, "
                 "\"alpha-inter\": %.6g, \"gbits\": %.6g, \"alpha-intra\": %.6g, "
                 "\"gbytes-intra\": %.6g, \"encode-gbs\": %.6g, \"decode-gbs\": %.6g, "
-                "\"payload-ratio\": %.6g, \"density\": %.6g, \"native-ratio\": %.6g}",
+                "\"payload-ratio\": %.6g, \"density\": %.6g, \"native-ratio\": %.6g, "
+                "\"calibration_s\": %.6g}",
                 first ? "" : ",", r->comm, e->p, e->n_nodes, e->node_size, ai, 8e-9 * bi, aq,
                 1e-9 * bq, 1e-9 * gcmpi_lin_rate_of(e->encode),
                 1e-9 * gcmpi_lin_rate_of(e->decode), e->payload_ratio,
-                e->density, e->native_ratio);
+                e->density, e->native_ratio, r->calibration_s);
         first = 0;
     }
     if (!first) fprintf(f, "\n  ");

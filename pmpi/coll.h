@@ -157,6 +157,7 @@ typedef struct gcmpi_auto_choice {
 
 typedef struct gcmpi_auto_model {
     gcmpi_cost_env env;    /* agreed figures: the same on every rank    */
+    double calibration_s;  /* what measuring and agreeing took here     */
     gcmpi_algo inner;      /* hier's algorithm between nodes            */
     int n_choices;
     gcmpi_auto_choice choices[GCMPI_AUTO_MAX_CHOICES];

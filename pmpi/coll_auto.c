@@ -521,8 +521,10 @@ int gcmpi_auto_model_of(gcmpi_coll_ctx *ctx, gcmpi_auto_model **out)
     rc = PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, ctx->comm);
     if (rc == MPI_SUCCESS && !all_ok) rc = MPI_ERR_NO_MEM;
     double local[FIGURES];
+    const double t0 = PMPI_Wtime();
     if (rc == MPI_SUCCESS) rc = measure(ctx, nodes, local);
     if (rc == MPI_SUCCESS) rc = gcmpi_auto_agree(ctx, nodes, local, m);
+    if (rc == MPI_SUCCESS) m->calibration_s = PMPI_Wtime() - t0;
     if (rc != MPI_SUCCESS) {
         free(m);
         return rc;
