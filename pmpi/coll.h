@@ -130,9 +130,10 @@ void gcmpi_nodes_free(gcmpi_nodes *nodes);
 #define GCMPI_AUTO_MARGIN 0.05    /* a lossy pick must beat passthrough's
                                      median call by this fraction          */
 /* A sparse codec's kept fraction that moved by this factor since a size's
- * trial (GCMPI_WARMUP's decay from 0.25, the adaptive layer) starts a new
- * trial there, at most GCMPI_AUTO_RETRIALS times a size: a choice settled
- * at a quarter of the elements does not hold at 1 %. */
+ * trial (GCMPI_WARMUP's decay from 0.25; not under the adaptive layer,
+ * whose auto ratio is each rank's own) starts a new trial there, at most
+ * GCMPI_AUTO_RETRIALS times a size: a choice settled at a quarter of the
+ * elements does not hold at 1 %. */
 #define GCMPI_AUTO_RETRIAL_FACTOR 2.0
 #define GCMPI_AUTO_RETRIALS 8
 typedef struct gcmpi_auto_choice {
@@ -204,12 +205,12 @@ gcmpi_algo gcmpi_coll_pick(gcmpi_coll_ctx *ctx, size_t count, int *rc);
  * predicted seconds. */
 int gcmpi_auto_model_of(gcmpi_coll_ctx *ctx, gcmpi_auto_model **model);
 /* The agreement step alone: every rank's GCMPI_AUTO_FIGURES measured
- * figures (times of the primitives at two sizes, and a third and fourth
- * large one with their sizes, over the communicator and between leaders; inside a
- * node at three sizes; the input scan's, encode's and decode's times at
- * three sizes, the payload ratio) are
- * all-gathered, each replaced by its (lower) median over ranks and turned
- * into *model, the same on every rank whatever each rank measured.
+ * figures (times of the primitives at two sizes and a third and fourth
+ * large one with their sizes, over the communicator and between leaders;
+ * inside a node at three sizes; the input scan's, encode's and decode's
+ * times at three sizes; the payload ratio) are all-gathered, each
+ * replaced by its (lower) median over ranks and turned into *model, the
+ * same on every rank whatever each rank measured.
  * Collective over ctx->comm. */
 #define GCMPI_AUTO_FIGURES 43
 int gcmpi_auto_agree(gcmpi_coll_ctx *ctx, const gcmpi_nodes *nodes, const double *local,

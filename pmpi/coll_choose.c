@@ -184,14 +184,13 @@ int gcmpi_coll_run(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in, float 
     /* count is the same on every rank: an empty call is a no-op everywhere. */
     if (count == 0) return MPI_SUCCESS;
     if (!gcmpi_coll_supports(ctx->cfg->codec, algo)) return MPI_ERR_ARG;
-    /* Passthrough is MPI's own sum, which takes inf and NaN as they are:
-     * no pass over the input (it cost auto's passthrough pick 20% against
-     * PMPI_Allreduce at 16 MiB over shared memory). */
-    if (algo == GCMPI_ALGO_PASS) return allreduce_passthrough(ctx, in, out, count);
-    /* So is hier on one node through its window: a pass over 64 MiB was
-     * a tenth of its call (4 ranks, shared memory). */
-    if (algo == GCMPI_ALGO_HIER && gcmpi_hier_exact(ctx, count))
-        return gcmpi_allreduce_hier(ctx, in, out, count, ef);
+    /* Passthrough, and hier on one node through its window, run no codec:
+     * MPI_SUM's own arithmetic takes inf and NaN as they are, so no pass
+     * over the input (it cost auto's passthrough pick 20% against
+     * PMPI_Allreduce at 16 MiB over shared memory, and hier a tenth of its
+     * 64 MiB call on 4 ranks). */
+    if (algo == GCMPI_ALGO_PASS || (algo == GCMPI_ALGO_HIER && gcmpi_hier_exact(ctx, count)))
+        return gcmpi_coll_dispatch(ctx, algo, in, out, count, ef);
     if (!gc_all_finite(in, count)) {
         /* An overflow step (inf or NaN in this rank's gradient, or in a
          * node's sum under hier): sent as it is (a flagged payload; native
