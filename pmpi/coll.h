@@ -63,6 +63,10 @@ typedef struct gcmpi_ef_slot {
     int state_reset;   /* 1 when state belongs to other parameters (the
                           adaptive layer changed powersgd's rank): start
                           it afresh                                      */
+    int *momentum_lapsed; /* kept with the key: 1 when an exact call
+                          (passthrough, hier in one node) left u and m
+                          behind, so the next call restarts them; NULL
+                          without a store entry                          */
 } gcmpi_ef_slot;
 
 /* Sizes (in floats) of the server and state parts of a slot for a call.

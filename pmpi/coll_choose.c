@@ -126,19 +126,27 @@ size_t gcmpi_coll_momentum_floats(const gcmpi_config *cfg, size_t count)
 
 /* Under GCMPI_MOMENTUM every rank must return the same S_t - beta*m, so
  * the mirrors of m must agree: when any rank's state is new or was evicted
- * (a per-rank event), every rank restarts its momentum, u and m, at 0 (the
+ * (a per-rank event), or lapsed in an exact call, every rank restarts its momentum, u and m, at 0 (the
  * sum is then of g + r alone and the optimizer's own momentum carries the
  * past). One int, MAX. */
 static int agree_momentum(gcmpi_coll_ctx *ctx, size_t count, gcmpi_ef_slot *ef)
 {
-    int lost = !(ef && ef->momentum) || ef->fresh, any = 0;
+    const int lapsed = ef && ef->momentum_lapsed && *ef->momentum_lapsed;
+    int lost = !(ef && ef->momentum) || ef->fresh || lapsed, any = 0;
     double t0 = PMPI_Wtime();
     int rc = PMPI_Allreduce(&lost, &any, 1, MPI_INT, MPI_MAX, ctx->comm);
     ctx->stats->comm_s += PMPI_Wtime() - t0;
     ctx->stats->bytes_sent += sizeof lost;
     if (rc == MPI_SUCCESS && any && ef && ef->momentum)
         memset(ef->momentum, 0, 2 * count * sizeof(float));
+    if (rc == MPI_SUCCESS && lapsed) *ef->momentum_lapsed = 0;
     return rc;
+}
+
+/* Algorithms that hand MPI_SUM the gradient itself: nothing is dropped. */
+static int exact_algo(gcmpi_coll_ctx *ctx, gcmpi_algo algo, size_t count)
+{
+    return algo == GCMPI_ALGO_PASS || (algo == GCMPI_ALGO_HIER && gcmpi_hier_exact(ctx, count));
 }
 
 void gcmpi_coll_slot_split(gcmpi_ef_slot *slot, size_t state_floats, size_t momentum_floats)
@@ -164,11 +172,20 @@ int gcmpi_allreduce_compressed(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float
      * 1 Gbit/s link the next candidate took 2-3x its own time). */
     if (rc == MPI_SUCCESS && gcmpi_auto_in_trial(ctx, count)) rc = PMPI_Barrier(ctx->comm);
     const double t0 = PMPI_Wtime();
-    if (rc == MPI_SUCCESS && count && gcmpi_coll_supports(ctx->cfg->codec, algo) &&
-        gcmpi_coll_momentum_floats(ctx->cfg, count))
+    /* An exact call has no error for momentum correction to make up: it
+     * sums g as MPI would, and the optimizer's own momentum is exact. It
+     * skips the correction and its agreement (one small allreduce a call,
+     * which cost passthrough 2-3 s of a 13 s epoch on the emulated
+     * cluster), and u and m restart at the next lossy call: the algorithm
+     * is the same on every rank, so the lapse is too. */
+    const int correct = count && gcmpi_coll_supports(ctx->cfg->codec, algo) &&
+                        gcmpi_coll_momentum_floats(ctx->cfg, count) > 0;
+    const int exact = correct && exact_algo(ctx, algo, count);
+    if (exact && ef && ef->momentum && ef->momentum_lapsed) *ef->momentum_lapsed = 1;
+    if (rc == MPI_SUCCESS && correct && !exact)
         rc = agree_momentum(ctx, count, ef); /* rc is the same on every rank */
     if (rc == MPI_SUCCESS) {
-        if (ef && ef->momentum && count && gc_all_finite(in, count))
+        if (!exact && ef && ef->momentum && count && gc_all_finite(in, count))
             rc = gcmpi_coll_momentum_allreduce(ctx, algo, in, out, count, ef);
         else
             rc = gcmpi_coll_run(ctx, algo, in, out, count, ef);
@@ -189,7 +206,7 @@ int gcmpi_coll_run(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in, float 
      * over the input (it cost auto's passthrough pick 20% against
      * PMPI_Allreduce at 16 MiB over shared memory, and hier a tenth of its
      * 64 MiB call on 4 ranks). */
-    if (algo == GCMPI_ALGO_PASS || (algo == GCMPI_ALGO_HIER && gcmpi_hier_exact(ctx, count)))
+    if (exact_algo(ctx, algo, count))
         return gcmpi_coll_dispatch(ctx, algo, in, out, count, ef);
     if (!gc_all_finite(in, count)) {
         /* An overflow step (inf or NaN in this rank's gradient, or in a

@@ -356,12 +356,13 @@ static int run_kernels(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in, fl
 }
 
 /* GCMPI_MOMENTUM: every rank restarts u and m at 0 when any rank's are new
- * (coll_choose.c agree_momentum, on device memory). One int, MAX. */
+ * or lapsed (coll_choose.c agree_momentum, on device memory). One int, MAX. */
 static int agree_momentum(gcmpi_coll_ctx *ctx, size_t count, gcmpi_ef_slot *ef)
 {
     gcmpi_gpu_ctx *gc;
     const gcmpi_gpu_table *g = gpu_of(&gc);
-    int lost = !(ef && ef->momentum) || ef->fresh, any = 0;
+    const int lapsed = ef && ef->momentum_lapsed && *ef->momentum_lapsed;
+    int lost = !(ef && ef->momentum) || ef->fresh || lapsed, any = 0;
     const double t0 = PMPI_Wtime();
     int rc = PMPI_Allreduce(&lost, &any, 1, MPI_INT, MPI_MAX, ctx->comm);
     ctx->stats->comm_s += PMPI_Wtime() - t0;
@@ -369,6 +370,7 @@ static int agree_momentum(gcmpi_coll_ctx *ctx, size_t count, gcmpi_ef_slot *ef)
     if (rc == MPI_SUCCESS && any && ef && ef->momentum &&
         gc_is_error(g->zero(gc, ef->momentum, 2 * count * sizeof(float))))
         rc = MPI_ERR_OTHER;
+    if (rc == MPI_SUCCESS && lapsed) *ef->momentum_lapsed = 0;
     return rc;
 }
 

@@ -20,6 +20,7 @@ struct gcmpi_ef_entry {
     size_t residual_floats, server_floats, state_floats;
     size_t adapt_bytes;             /* the adaptive block after the floats */
     int pinned;                     /* in use by a call: not evictable    */
+    int momentum_lapsed;            /* gcmpi_ef_slot.momentum_lapsed      */
     float *dev;                     /* GCMPI_EF_DEVICE: residual, server and
                                        state in device memory (dev_bytes)  */
     size_t dev_bytes;
@@ -238,6 +239,7 @@ static void slot_fill(gcmpi_ef_slot *slot, gcmpi_ef_entry *e, int fresh)
     slot->adapt = e->adapt_bytes ? (char *)e + adapt_offset(floats) : NULL;
     slot->fresh = fresh;
     slot->adapt_fresh = fresh;
+    slot->momentum_lapsed = &e->momentum_lapsed;
 }
 
 gcmpi_ef_entry *gcmpi_ef_acquire(gcmpi_ef_store *s, const gcmpi_ef_key *key,

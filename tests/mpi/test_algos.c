@@ -1375,6 +1375,55 @@ static void test_transparent_momentum_tracks_the_exact_momentum(harness *h)
     free(g), free(out), free(m), free(ref), free(sum);
 }
 
+/* GCMPI_MOMENTUM under auto, whose calls on one key may run passthrough
+ * (a trial, or its pick) between lossy ones: the exact call sums g as
+ * MPI does, with no agreement of its own and u and m left as they were;
+ * the next lossy call restarts them (its m is then its own sum). */
+static void test_an_exact_call_skips_momentum_correction_and_the_next_restarts(harness *h)
+{
+    const int p = h->ctx.size;
+    const size_t n = 2048;
+    float *g = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float));
+    float *before = malloc(2 * n * sizeof(float));
+    use_codec(h, "topk");
+    h->cfg.params.ratio = 0.05;
+    h->cfg.momentum = 0.9;
+    ef_buf ef;
+    ef_alloc_momentum(&ef, h, GCMPI_ALGO_ALLGATHER, n);
+    int lapsed = 0;
+    ef.slot.momentum_lapsed = &lapsed;
+    for (int t = 0; t < 2; t++) { /* u and m under way */
+        fill_laplace(g, n, h->ctx.rank + 31 * t);
+        CHECK(allreduce(h, GCMPI_ALGO_ALLGATHER, g, out, n, &ef.slot) == MPI_SUCCESS, "lossy call");
+    }
+    memcpy(before, ef.slot.momentum, 2 * n * sizeof(float));
+
+    for (size_t i = 0; i < n; i++) g[i] = int_value(h->ctx.rank, i);
+    CHECK(allreduce(h, GCMPI_ALGO_PASS, g, out, n, &ef.slot) == MPI_SUCCESS, "passthrough call");
+    size_t wrong = 0;
+    for (size_t i = 0; i < n; i++) {
+        float sum = 0;
+        for (int r = 0; r < p; r++) sum += int_value(r, i);
+        wrong += out[i] != sum;
+    }
+    CHECK(wrong == 0, "passthrough with momentum: %zu of %zu sums are not MPI's", wrong, n);
+    CHECK(h->stats.bytes_sent == n * sizeof(float), "passthrough sent %llu bytes, not %zu",
+          (unsigned long long)h->stats.bytes_sent, n * sizeof(float));
+    CHECK(memcmp(before, ef.slot.momentum, 2 * n * sizeof(float)) == 0,
+          "passthrough changed u or m");
+    CHECK(lapsed == 1, "passthrough did not mark the momentum lapsed");
+
+    fill_laplace(g, n, h->ctx.rank + 97);
+    CHECK(allreduce(h, GCMPI_ALGO_ALLGATHER, g, out, n, &ef.slot) == MPI_SUCCESS, "lossy call");
+    CHECK(lapsed == 0, "the lossy call left the lapse set");
+    CHECK(memcmp(out, ef.slot.momentum + n, n * sizeof(float)) == 0,
+          "after the lapse m is not the call's own sum: u and m did not restart");
+    h->cfg.momentum = 0.0;
+    free(ef.slot.residual), free(ef.slot.server), free(ef.slot.state ? ef.slot.state
+                                                                      : ef.slot.momentum);
+    free(g), free(out), free(before);
+}
+
 /* Every codec the algorithm carries, with and without GCMPI_MOMENTUM: a
  * call where one rank's gradient holds NaN and another's +inf gives a
  * result that is NaN / non-finite there on every rank (the rest finite,
@@ -1507,6 +1556,7 @@ int main(int argc, char **argv)
         T(test_allgather_op_by_node_equals_flat),
         T(test_auto_choice_follows_the_documented_rule),
         T(test_transparent_momentum_tracks_the_exact_momentum),
+        T(test_an_exact_call_skips_momentum_correction_and_the_next_restarts),
         T(test_nonfinite_inputs_behave_like_mpi_sum),
         T(test_hier_node_split_follows_node_size),
         T(test_hier_none_sums_exactly_for_every_node_size),
