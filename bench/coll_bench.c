@@ -415,6 +415,9 @@ static void configure(gcmpi_config *cfg, const options *o, const gc_codec *codec
     cfg->algo = algo;
     cfg->node_size = o->node_size;
     cfg->node_shm = o->node_shm;
+    /* The model of this run, measured here: --predict checks it against
+     * this run's times. */
+    snprintf(cfg->auto_cache, sizeof cfg->auto_cache, "off");
 }
 
 /* One row of --op allgather: flat (allgather) or node by node (hier,

@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <strings.h>
 
 #define BOOL_EXPECT "0, 1, true, false, yes, no, on or off"
 #define SIZE_EXPECT "an integer with optional K, M or G suffix"
@@ -680,6 +681,29 @@ static int get_device(const judge *j, gcmpi_config *c)
     return 1;
 }
 
+/* GCMPI_AUTO_CACHE: the directory is made and written when a calibration
+ * is first saved, not here; a failure there only costs the next job a
+ * calibration (pmpi/auto_cache.c). */
+static int get_auto_cache(const judge *j, gcmpi_config *c)
+{
+    static const char *const off[] = {"off", "0", "no", "false", "none"};
+    static const char *const on[] = {"auto", "on", "1", "yes", "true"};
+    const char *v = raw(j, CFG_AUTO_CACHE);
+    if (!v) return 1;
+    if (!*v) return bad(j, CFG_AUTO_CACHE, "is empty; expected auto, off or a directory");
+    /* The boolean words too: GCMPI_AUTO_CACHE=0 must not be a directory
+     * named 0. */
+    for (size_t i = 0; i < sizeof off / sizeof off[0]; i++) {
+        if (strcasecmp(v, off[i]) == 0) v = "off";
+        if (strcasecmp(v, on[i]) == 0) v = "auto";
+    }
+    if (strlen(v) >= sizeof c->auto_cache)
+        return bad(j, CFG_AUTO_CACHE, "is too long; expected a directory of at most %zu characters",
+                   sizeof c->auto_cache - 1);
+    memcpy(c->auto_cache, v, strlen(v) + 1);
+    return 1;
+}
+
 static int judge_values(const judge *j, gcmpi_config *c)
 {
     static const char *const codings[] = {"fixed", "elias", NULL};
@@ -740,6 +764,7 @@ static int judge_values(const judge *j, gcmpi_config *c)
     if (!get_verbose(j, &c->verbose)) return 0;
     if (!judge_adapt_values(j, c)) return 0;
     if (!get_device(j, c)) return 0;
+    if (!get_auto_cache(j, c)) return 0;
     memcpy(c->source, j->src->path, sizeof c->source);
     return 1;
 }
@@ -949,6 +974,7 @@ void gcmpi_config_defaults(gcmpi_config *cfg)
     cfg->comm = GCMPI_COMM_WORLD_ONLY;
     cfg->verbose = 0;
     cfg->cuda_aware = -1;
+    memcpy(cfg->auto_cache, "auto", sizeof "auto");
     gc_adapt_config_default(&cfg->adapt);
 }
 

@@ -123,7 +123,8 @@ uint64_t gcmpi_config_hash(const gcmpi_config *cfg)
 int gcmpi_config_is_per_rank(const char *name)
 {
     /* Keep in step with what gcmpi_config_hash leaves out. */
-    static const cfg_var per_rank[] = {CFG_STATS, CFG_VERBOSE, CFG_EF_MAX_BYTES, CFG_CONFIG};
+    static const cfg_var per_rank[] = {CFG_STATS, CFG_VERBOSE, CFG_EF_MAX_BYTES, CFG_CONFIG,
+                                       CFG_AUTO_CACHE};
     for (size_t i = 0; i < sizeof per_rank / sizeof per_rank[0]; i++)
         if (strcmp(name, gcmpi_config_names[per_rank[i]]) == 0) return 1;
     return 0;
@@ -224,6 +225,7 @@ size_t gcmpi_config_describe(const gcmpi_config *cfg, char *buf, size_t len)
     put(&w, "%s=%s\n", n[CFG_ALGO], gcmpi_algo_name(cfg->algo));
     if (cfg->node_size > 0) put(&w, "%s=%d\n", n[CFG_NODE_SIZE], cfg->node_size);
     else put(&w, "%s=auto\n", n[CFG_NODE_SIZE]);
+    put(&w, "%s=%s\n", n[CFG_AUTO_CACHE], cfg->auto_cache);
     put(&w, "%s=%d\n", n[CFG_NODE_SHM], cfg->node_shm);
     put(&w, "%s=%" PRIu64 "\n", n[CFG_SEED], cfg->seed);
     if (cfg->comm == GCMPI_COMM_WORLD_ONLY) put(&w, "%s=world", n[CFG_COMM]);

@@ -82,6 +82,8 @@ typedef struct gcmpi_config {
     int cuda_aware;                   /* GCMPI_CUDA_AWARE: -1 auto, 0 stage, 1 pass device
                                          pointers to MPI (per rank: not hashed) */
     char gpu_lib[GCMPI_PATH_LEN];     /* GCMPI_GPU_LIB, "" = beside libgcmpi.so */
+    char auto_cache[GCMPI_PATH_LEN];  /* GCMPI_AUTO_CACHE: "auto", "off" or a directory
+                                         (rank 0's is used: not hashed) */
     char source[GCMPI_PATH_LEN];      /* GCMPI_CONFIG file read, "" = none */
 } gcmpi_config;
 

@@ -6,13 +6,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stats.h" /* GCMPI_LABEL_LEN */
+#include "report.h" /* gcmpi_json_string */
+#include "stats.h"  /* GCMPI_LABEL_LEN */
 
 typedef struct retired {
     char comm[GCMPI_LABEL_LEN];
     int p, n_nodes;
     gcmpi_cost_env env;
     double calibration_s;
+    gcmpi_auto_source source;
+    double check_cached_s, check_fresh_s;
+    int cache_saved;
+    char cache_file[GCMPI_AUTO_CACHE_FILE_LEN];
     int n;
     gcmpi_auto_choice choices[GCMPI_AUTO_MAX_CHOICES];
     struct retired *next;
@@ -31,6 +36,11 @@ void gcmpi_auto_report_retire(const char *comm, const gcmpi_auto_model *m)
     r->n_nodes = m->env.n_nodes;
     r->env = m->env;
     r->calibration_s = m->calibration_s;
+    r->source = m->source;
+    r->check_cached_s = m->check_cached_s;
+    r->check_fresh_s = m->check_fresh_s;
+    r->cache_saved = m->cache_saved;
+    memcpy(r->cache_file, m->cache_file, sizeof r->cache_file);
     r->n = m->n_choices;
     memcpy(r->choices, m->choices, (size_t)m->n_choices * sizeof *m->choices);
     pthread_mutex_lock(&lock);
@@ -44,11 +54,40 @@ static double mean_ms(const gcmpi_auto_choice *c)
     return c->calls ? 1e3 * c->measured_s / (double)c->calls : 0.0;
 }
 
+static const char *source_words(gcmpi_auto_source s)
+{
+    switch (s) {
+    case GCMPI_AUTO_CACHED: return "cached";
+    case GCMPI_AUTO_REMEASURED: return "measured again, the cached figures failing their check";
+    case GCMPI_AUTO_MEASURED: break;
+    }
+    return "measured";
+}
+
+static const char *source_name(gcmpi_auto_source s)
+{
+    switch (s) {
+    case GCMPI_AUTO_CACHED: return "cached";
+    case GCMPI_AUTO_REMEASURED: return "remeasured";
+    case GCMPI_AUTO_MEASURED: break;
+    }
+    return "measured";
+}
+
 void gcmpi_auto_report_print(FILE *f)
 {
     for (const retired *r = head; r; r = r->next) {
-        fprintf(f, "libgcmpi: auto's calibration on %s (%d ranks, %d nodes): %.3f s\n", r->comm,
-                r->p, r->n_nodes, r->calibration_s);
+        fprintf(f, "libgcmpi: auto's calibration on %s (%d ranks, %d nodes): %.3f s, %s", r->comm,
+                r->p, r->n_nodes, r->calibration_s, source_words(r->source));
+        if (r->source != GCMPI_AUTO_MEASURED)
+            fprintf(f, " (its check: %.3f ms cached, %.3f ms now)", 1e3 * r->check_cached_s,
+                    1e3 * r->check_fresh_s);
+        if (r->cache_file[0])
+            fprintf(f, "%s %s", r->source == GCMPI_AUTO_CACHED ? ", from" :
+                                r->cache_saved > 0             ? ", saved to" :
+                                                                 ", could not be saved to",
+                    r->cache_file);
+        fputc('\n', f);
         for (int i = 0; i < r->n; i++) {
             const gcmpi_auto_choice *c = &r->choices[i];
             fprintf(f,
@@ -114,11 +153,14 @@ void gcmpi_auto_report_models_json(FILE *f)
                 "\"alpha-inter\": %.6g, \"gbits\": %.6g, \"alpha-intra\": %.6g, "
                 "\"gbytes-intra\": %.6g, \"encode-gbs\": %.6g, \"decode-gbs\": %.6g, "
                 "\"payload-ratio\": %.6g, \"density\": %.6g, \"native-ratio\": %.6g, "
-                "\"calibration_s\": %.6g}",
+                "\"calibration_s\": %.6g, \"calibration\": \"%s\", \"cache_file\": ",
                 first ? "" : ",", r->comm, e->p, e->n_nodes, e->node_size, ai, 8e-9 * bi, aq,
                 1e-9 * bq, 1e-9 * gcmpi_lin_rate_of(e->encode),
                 1e-9 * gcmpi_lin_rate_of(e->decode), e->payload_ratio,
-                e->density, e->native_ratio, r->calibration_s);
+                e->density, e->native_ratio, r->calibration_s, source_name(r->source));
+        if (r->cache_file[0]) gcmpi_json_string(f, r->cache_file);
+        else fputs("null", f);
+        fprintf(f, ", \"cache_saved\": %s}", r->cache_saved > 0 ? "true" : "false");
         first = 0;
     }
     if (!first) fprintf(f, "\n  ");

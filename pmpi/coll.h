@@ -160,9 +160,24 @@ typedef struct gcmpi_auto_choice {
     int retrials;          /* trials started again since the first      */
 } gcmpi_auto_choice;
 
+/* Where a model's figures came from (GCMPI_AUTO_CACHE, auto_cache.h). */
+typedef enum gcmpi_auto_source {
+    GCMPI_AUTO_MEASURED = 0, /* measured: no cache, or no file for its key  */
+    GCMPI_AUTO_CACHED,       /* read from the cache, and its check held     */
+    GCMPI_AUTO_REMEASURED    /* the cached figures failed the check:
+                                measured again                           */
+} gcmpi_auto_source;
+
+#define GCMPI_AUTO_CACHE_FILE_LEN 4352
 typedef struct gcmpi_auto_model {
     gcmpi_cost_env env;    /* agreed figures: the same on every rank    */
-    double calibration_s;  /* what measuring and agreeing took here     */
+    double calibration_s;  /* what measuring (or reading and checking
+                              the cache) and agreeing took here         */
+    gcmpi_auto_source source;
+    double check_cached_s, check_fresh_s; /* the checked figure, cached
+                              and measured again (0: not checked)        */
+    int cache_saved;       /* rank 0: 1 saved, -1 could not be saved    */
+    char cache_file[GCMPI_AUTO_CACHE_FILE_LEN]; /* rank 0: "" = no cache */
     gcmpi_algo inner;      /* hier's algorithm between nodes            */
     int n_choices;
     gcmpi_auto_choice choices[GCMPI_AUTO_MAX_CHOICES];

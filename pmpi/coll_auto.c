@@ -20,11 +20,13 @@
  * turn, and the fastest by its median call on the slowest rank is kept from
  * then on; a lossy one only when it beats passthrough by GCMPI_AUTO_MARGIN. */
 #include "coll_impl.h"
+#include "auto_cache.h"
 #include "cost_model.h"
 #include "adapt/gc_adapt.h"
 #include "node_shm.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #define SMALL_BYTES ((size_t)16 << 10)
@@ -438,11 +440,10 @@ static gcmpi_prims prims_fit(const double *f, double gs)
     return pr;
 }
 
-int gcmpi_auto_agree(gcmpi_coll_ctx *ctx, const gcmpi_nodes *nodes, const double *local,
-                     gcmpi_auto_model *m)
+/* Every rank's figures all-gathered, each replaced by its median over the
+ * ranks that measured it: the same agreed[] on every rank. */
+static int median_over_ranks(gcmpi_coll_ctx *ctx, const double *local, double *agreed)
 {
-    const gcmpi_config *cfg = ctx->cfg;
-    double agreed[FIGURES];
     const int p = ctx->size;
     double *all = malloc((size_t)p * FIGURES * sizeof *all), *col = malloc((size_t)p * sizeof *col);
     int ok = all && col, all_ok = 0;
@@ -463,8 +464,15 @@ int gcmpi_auto_agree(gcmpi_coll_ctx *ctx, const gcmpi_nodes *nodes, const double
         }
     free(all);
     free(col);
-    if (rc != MPI_SUCCESS) return rc;
+    return rc;
+}
 
+/* The model from agreed figures, measured now or read from the cache. */
+static void model_from(gcmpi_coll_ctx *ctx, const gcmpi_nodes *nodes, const double *agreed,
+                       gcmpi_auto_model *m)
+{
+    const gcmpi_config *cfg = ctx->cfg;
+    const int p = ctx->size;
     const int nn = nodes->n_nodes;
     const double s = (double)SMALL_BYTES;
     const double gs = (double)(SMALL_BYTES / (size_t)p);
@@ -492,7 +500,15 @@ int gcmpi_auto_agree(gcmpi_coll_ctx *ctx, const gcmpi_nodes *nodes, const double
     e->native_ratio = native_ratio(cfg, p, agreed[C_RATIO]);
     e->density = (gc_codec_flags(cfg->codec) & GC_SPARSE) ? cfg->params.ratio : 0.0;
     m->inner = gcmpi_coll_rule(cfg, 0, nn);
-    return MPI_SUCCESS;
+}
+
+int gcmpi_auto_agree(gcmpi_coll_ctx *ctx, const gcmpi_nodes *nodes, const double *local,
+                     gcmpi_auto_model *m)
+{
+    double agreed[FIGURES];
+    const int rc = median_over_ranks(ctx, local, agreed);
+    if (rc == MPI_SUCCESS) model_from(ctx, nodes, agreed, m);
+    return rc;
 }
 
 /* ---- choosing ---------------------------------------------------------- */
@@ -503,6 +519,56 @@ static gcmpi_nodes *cached_nodes(gcmpi_coll_ctx *ctx, int *rc)
     if (ctx->cache->nodes) return ctx->cache->nodes;
     *rc = gcmpi_nodes_create(ctx->comm, ctx->cfg->node_size, &ctx->cache->nodes);
     return ctx->cache->nodes;
+}
+
+/* Whether cached figures still describe this communicator's link: an
+ * allreduce at the block's largest settled point past 1 MiB, run again as
+ * the calibration ran it. Between node leaders where there are several
+ * nodes: the link between nodes is what changes under the same hosts (a
+ * transport, a rate), and on the emulated 2 x 4 cluster the allreduce of
+ * all 8 ranks took as long at 10 Gbit/s as at 1 (2 cores' scheduling),
+ * where the leaders' alone differ by the link. f is one block (flat or
+ * between). Collective over comm; *fresh is the slowest rank's time, the
+ * same on all of comm. */
+static int check_block(MPI_Comm comm, const double *f, double *cached, double *fresh)
+{
+    size_t x = (size_t)f[F_X - F_AR1];
+    *cached = f[F_AR3 - F_AR1];
+    if (!(x > LARGE_BYTES && *cached > 0) || x > BUCKET_BYTES) {
+        x = LARGE_BYTES;
+        *cached = f[F_AR2 - F_AR1];
+    }
+    uint8_t *a = calloc(x, 1), *b = calloc(x, 1);
+    int ok = a && b, all_ok = 0;
+    int rc = PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
+    *fresh = 0.0;
+    if (rc == MPI_SUCCESS && all_ok) *fresh = time_prim_n(PRIM_ALLREDUCE, comm, a, b, x, BIG_REPEATS);
+    free(a), free(b);
+    return rc;
+}
+
+/* The check of the cached figures f; *holds the same on every rank. */
+static int cached_figures_hold(gcmpi_coll_ctx *ctx, const gcmpi_nodes *nodes, const double *f,
+                               double *cached, double *fresh, int *holds)
+{
+    int rc;
+    if (nodes->n_nodes > 1) {
+        double t[2] = {0.0, 0.0};
+        rc = MPI_SUCCESS;
+        if (nodes->leaders != MPI_COMM_NULL) rc = check_block(nodes->leaders, &f[B_AR1], &t[0], &t[1]);
+        /* Each leader hands its node the leaders' figures; a failed
+         * check reads as 0, which never holds. */
+        const int brc = PMPI_Bcast(t, 2, MPI_DOUBLE, 0, nodes->node);
+        if (rc == MPI_SUCCESS) rc = brc;
+        *cached = t[0], *fresh = t[1];
+    } else {
+        rc = check_block(ctx->comm, &f[F_AR1], cached, fresh);
+    }
+    /* Every rank must agree on the verdict, a failure included. */
+    int mine = rc == MPI_SUCCESS && gcmpi_auto_cache_agrees(*cached, *fresh), all = 0;
+    const int arc = PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, ctx->comm);
+    *holds = arc == MPI_SUCCESS && all;
+    return arc;
 }
 
 int gcmpi_auto_model_of(gcmpi_coll_ctx *ctx, gcmpi_auto_model **out)
@@ -517,14 +583,36 @@ int gcmpi_auto_model_of(gcmpi_coll_ctx *ctx, gcmpi_auto_model **out)
     gcmpi_nodes *nodes = cached_nodes(ctx, &rc);
     if (rc != MPI_SUCCESS) return rc;
     gcmpi_auto_model *m = calloc(1, sizeof *m);
-    int ok = m != NULL, all_ok = 0;
+    gcmpi_auto_cache *cache = malloc(sizeof *cache);
+    int ok = m != NULL && cache != NULL, all_ok = 0;
     rc = PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, ctx->comm);
     if (rc == MPI_SUCCESS && !all_ok) rc = MPI_ERR_NO_MEM;
-    double local[FIGURES];
+    double agreed[FIGURES];
     const double t0 = PMPI_Wtime();
-    if (rc == MPI_SUCCESS) rc = measure(ctx, nodes, local);
-    if (rc == MPI_SUCCESS) rc = gcmpi_auto_agree(ctx, nodes, local, m);
-    if (rc == MPI_SUCCESS) m->calibration_s = PMPI_Wtime() - t0;
+    int found = 0;
+    if (rc == MPI_SUCCESS)
+        rc = gcmpi_auto_cache_lookup(ctx->cfg, ctx->comm, nodes, cache, agreed, FIGURES, &found);
+    if (rc == MPI_SUCCESS && found) {
+        rc = cached_figures_hold(ctx, nodes, agreed, &m->check_cached_s, &m->check_fresh_s,
+                                &found);
+        m->source = found ? GCMPI_AUTO_CACHED : GCMPI_AUTO_REMEASURED;
+    }
+    if (rc == MPI_SUCCESS && !found) {
+        double local[FIGURES];
+        rc = measure(ctx, nodes, local);
+        if (rc == MPI_SUCCESS) rc = median_over_ranks(ctx, local, agreed);
+    }
+    if (rc == MPI_SUCCESS) {
+        model_from(ctx, nodes, agreed, m);
+        m->calibration_s = PMPI_Wtime() - t0;
+        if (cache->on) {
+            snprintf(m->cache_file, sizeof m->cache_file, "%s", cache->path);
+            if (!found)
+                m->cache_saved =
+                    gcmpi_auto_cache_save(cache, agreed, FIGURES, m->calibration_s) == 0 ? 1 : -1;
+        }
+    }
+    free(cache);
     if (rc != MPI_SUCCESS) {
         free(m);
         return rc;

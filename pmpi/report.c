@@ -261,7 +261,7 @@ static void print_table(const gcmpi_config *cfg, const char *mpi_version, int nr
             (unsigned long long)other);
 }
 
-static void json_string(FILE *f, const char *s)
+void gcmpi_json_string(FILE *f, const char *s)
 {
     fputc('"', f);
     for (; *s; s++) {
@@ -286,9 +286,9 @@ static void json_config(FILE *f, const gcmpi_config *cfg)
         if (!eq) continue;
         *eq = '\0';
         fprintf(f, "%s\n    ", first ? "" : ",");
-        json_string(f, line);
+        gcmpi_json_string(f, line);
         fprintf(f, ": ");
-        json_string(f, eq + 1);
+        gcmpi_json_string(f, eq + 1);
         first = 0;
     }
     fprintf(f, "}");
@@ -314,9 +314,9 @@ static void json_timelines(FILE *f)
     int first = 1;
     for (const gcmpi_timeline *t = gcmpi_timeline_list(); t; t = t->next) {
         fprintf(f, "%s\n    {\"comm\": ", first ? "" : ",");
-        json_string(f, t->comm);
+        gcmpi_json_string(f, t->comm);
         fprintf(f, ", \"collective\": \"allreduce\", \"codec\": ");
-        json_string(f, t->codec);
+        gcmpi_json_string(f, t->codec);
         fprintf(f, ", \"stride\": %llu, \"points\": [", (unsigned long long)t->stride);
         for (size_t i = 0; i < t->len; i++) {
             const gcmpi_tl_point *p = &t->points[i];
@@ -433,11 +433,11 @@ static int write_json(const char *path, const gcmpi_config *cfg, const char *mpi
      * only when a field is removed, renamed or changes meaning. */
     fprintf(f, "{\n  \"schema_version\": %d,\n  \"library\": \"libgcmpi\",\n  \"version\": ",
             GCMPI_STATS_SCHEMA_VERSION);
-    json_string(f, GCMPI_VERSION);
+    gcmpi_json_string(f, GCMPI_VERSION);
     fprintf(f, ",\n  \"build\": ");
-    json_string(f, GCMPI_BUILD_INFO);
+    gcmpi_json_string(f, GCMPI_BUILD_INFO);
     fprintf(f, ",\n  \"mpi\": ");
-    json_string(f, mpi_version);
+    gcmpi_json_string(f, mpi_version);
     fprintf(f, ",\n  \"ranks\": %d,\n  \"config_hash\": \"%016llx\",\n  \"config\": ", nranks,
             (unsigned long long)gcmpi_config_hash(cfg));
     json_config(f, cfg);
@@ -448,10 +448,10 @@ static int write_json(const char *path, const gcmpi_config *cfg, const char *mpi
         const gcmpi_stats_row *r = &rows[i];
         const gcmpi_stats *s = &r->s;
         fprintf(f, "%s\n    {\"comm\": ", i ? "," : "");
-        json_string(f, r->comm);
+        gcmpi_json_string(f, r->comm);
         fprintf(f, ", \"comm_size\": %d, \"collective\": \"%s\", \"codec\": ", r->comm_size,
                 gcmpi_kind_name((gcmpi_kind)r->kind));
-        json_string(f, r->codec);
+        gcmpi_json_string(f, r->codec);
         fprintf(f,
                 ", \"ranks\": %d,\n     \"calls_compressed\": %llu, \"calls_passed\": %llu, "
                 "\"calls_failed\": %llu, \"nonfinite_inputs\": %llu,\n     \"bytes_offered\": %llu, \"bytes_sent\": %llu, "
@@ -485,7 +485,7 @@ static int write_json(const char *path, const gcmpi_config *cfg, const char *mpi
     fprintf(f, "],\n  \"warnings\": [");
     for (size_t i = 0; i < n_warnings; i++) {
         fprintf(f, "%s\n    ", i ? "," : "");
-        json_string(f, warnings[i]);
+        gcmpi_json_string(f, warnings[i]);
     }
     fprintf(f, "]\n}\n");
     int bad = ferror(f);

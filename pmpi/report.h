@@ -4,6 +4,7 @@
 #define GCMPI_REPORT_H
 
 #include <mpi.h>
+#include <stdio.h>
 
 #include "gcmpi_config.h"
 
@@ -14,5 +15,8 @@
  * rename), and always prints warnings (error feedback not taking effect,
  * evictions, failed calls). Rank 0's GCMPI_STATS decides. */
 void gcmpi_report_finalize(const gcmpi_config *cfg, MPI_Comm comm);
+
+/* s as a JSON string, quoted and escaped (the report's parts share it). */
+void gcmpi_json_string(FILE *f, const char *s);
 
 #endif /* GCMPI_REPORT_H */

@@ -7,7 +7,9 @@
 #   bench/results/run-cluster-train.sh OUT_DIR [BUILD]      (root)
 #
 # Environment: RATE (1gbit), EPOCHS (1), SUBSET (12000), ALGOS
-# ("auto allgather rsag hier sparse_rd passthrough"), ROUNDS (1).
+# ("auto auto-cached allgather rsag hier sparse_rd passthrough"; auto-cached
+# is auto's job run again, reading the calibration auto saved in
+# OUT_DIR/auto-cache-rR), ROUNDS (1).
 # Writes OUT_DIR/ARM-rR.{log,json,stats.json} and prints one line per run:
 # the arm, the training seconds and the final accuracy.
 set -euo pipefail
@@ -16,7 +18,7 @@ BUILD=${2:-build}
 RATE=${RATE:-1gbit}
 EPOCHS=${EPOCHS:-1}
 SUBSET=${SUBSET:-12000}
-ALGOS=${ALGOS:-"auto allgather rsag hier sparse_rd passthrough"}
+ALGOS=${ALGOS:-"auto auto-cached allgather rsag hier sparse_rd passthrough"}
 ROUNDS=${ROUNDS:-1}
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -38,8 +40,18 @@ run() { # name [GCMPI_...=...]
   echo "$name: $(grep '^RESULT' "$out/$name.log" || echo 'no RESULT (see log)')"
 }
 for r in $(seq 1 "$ROUNDS"); do
+  # auto starts each round with an empty GCMPI_AUTO_CACHE (a first job:
+  # it calibrates and saves); auto-cached, after it, is the same job run
+  # again, reading that calibration.
+  cache=$out/auto-cache-r$r
+  rm -rf "$cache"
   run "native-r$r"
   for a in $ALGOS; do
-    run "topk-$a-r$r" GCMPI_CODEC=topk GCMPI_RATIO=0.01 GCMPI_MOMENTUM=0.9 GCMPI_ALGO="$a"
+    case $a in
+      auto|auto-cached) algo=auto dir=$cache ;;
+      *) algo=$a dir=off ;;
+    esac
+    run "topk-$a-r$r" GCMPI_CODEC=topk GCMPI_RATIO=0.01 GCMPI_MOMENTUM=0.9 GCMPI_ALGO="$algo" \
+      GCMPI_AUTO_CACHE="$dir"
   done
 done

@@ -5,6 +5,7 @@
  *
  * Checks never skip a collective call, so a failure on one rank cannot
  * make the others hang. */
+#include "auto_cache.h"
 #include "coll_impl.h" /* gcmpi_coll_supports */
 #include "codec_impl.h" /* gc_codec_none's descriptor, for a codec that fails on purpose */
 #include "node_shm.h"
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int failures;
 static int my_rank;
@@ -54,6 +56,7 @@ static void harness_init(harness *h, MPI_Comm comm)
 {
     memset(h, 0, sizeof *h);
     gcmpi_config_defaults(&h->cfg);
+    snprintf(h->cfg.auto_cache, sizeof h->cfg.auto_cache, "off"); /* measured by each test */
     PMPI_Comm_dup(comm, &h->ctx.comm);
     PMPI_Comm_rank(h->ctx.comm, &h->ctx.rank);
     PMPI_Comm_size(h->ctx.comm, &h->ctx.size);
@@ -976,6 +979,155 @@ static void test_auto_measures_once_and_results_agree(harness *h)
     use_node_size(h, 0);
 }
 
+/* GCMPI_AUTO_CACHE's file: figures come back bit for bit under their key;
+ * another key or count, a changed byte, a cut file or none reads as a
+ * miss. Rank 0's files. */
+static void test_auto_cache_file_round_trips_and_refuses_damage(harness *h)
+{
+    if (h->ctx.rank != 0) return;
+    char dir[] = "/tmp/gcmpi-cache-test-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp failed");
+    char path[256], text[4096];
+    snprintf(path, sizeof path, "%s/auto-test.txt", dir);
+    const double figures[] = {1e-3, 1.25e-7, 123456.0, 0.0, 0x1.fffffffffffffp-3, 33554432.0};
+    enum { N = sizeof figures / sizeof figures[0] };
+    double got[N];
+    const char *key = "libgcmpi=test ranks=4 hosts=0123";
+    CHECK(gcmpi_auto_cache_write_file(path, key, figures, N, 1.5) == 0, "write failed");
+    CHECK(gcmpi_auto_cache_read_file(path, key, got, N) == 0, "read failed");
+    CHECK(memcmp(got, figures, sizeof got) == 0, "figures changed on their way through the file");
+    CHECK(gcmpi_auto_cache_read_file(path, "libgcmpi=test ranks=8 hosts=0123", got, N) != 0,
+          "another key's file was taken");
+    CHECK(gcmpi_auto_cache_read_file(path, key, got, N - 1) != 0, "another count was taken");
+
+    FILE *f = fopen(path, "r");
+    const size_t len = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    if (f) fclose(f);
+    text[len] = '\0';
+    char *figure = strstr(text, "\nfigures ");
+    figure = figure ? strchr(figure + 1, '\n') : NULL; /* the first figure's line */
+    CHECK(figure != NULL && len > 0, "no figures in the file");
+    if (!figure) return;
+    const struct {
+        const char *what;
+        size_t at, keep; /* byte to change (0: none); bytes kept */
+    } damage[] = {
+        {"a changed figure", (size_t)(figure - text) + 5, len},
+        {"a cut file", 0, len - 3},
+        {"a file without its last line", 0, (size_t)(strrchr(text, 'c') - text)},
+    };
+    for (size_t d = 0; d < sizeof damage / sizeof damage[0]; d++) {
+        f = fopen(path, "w");
+        CHECK(f != NULL, "rewrite failed");
+        if (!f) continue;
+        char copy[4096];
+        memcpy(copy, text, len + 1);
+        if (damage[d].at) copy[damage[d].at] = copy[damage[d].at] == '1' ? '2' : '1';
+        fwrite(copy, 1, damage[d].keep, f);
+        fclose(f);
+        CHECK(gcmpi_auto_cache_read_file(path, key, got, N) != 0, "%s was taken", damage[d].what);
+    }
+    unlink(path);
+    CHECK(gcmpi_auto_cache_read_file(path, key, got, N) != 0, "a missing file was read");
+    CHECK(gcmpi_auto_cache_agrees(1.0, 1.9) && gcmpi_auto_cache_agrees(1.0, 0.6) &&
+              !gcmpi_auto_cache_agrees(1.0, 2.5) && !gcmpi_auto_cache_agrees(1.0, 0.3) &&
+              !gcmpi_auto_cache_agrees(1.0, 0.0),
+          "the check's tolerance is not a factor of %g", GCMPI_AUTO_CACHE_TOLERANCE);
+    rmdir(dir);
+}
+
+/* The model of a fresh calibration, with the predicted times at a few
+ * sizes (one row per size). */
+static gcmpi_auto_model *fresh_model(harness *h, double *predicted)
+{
+    gcmpi_coll_cache_free(&h->cache);
+    gcmpi_auto_model *m = NULL;
+    const int rc = gcmpi_auto_model_of(&h->ctx, &m);
+    CHECK(rc == MPI_SUCCESS && m, "no model (rc %d)", rc);
+    const size_t counts[] = {1000, 65537, 1 << 20, 1 << 24};
+    for (size_t k = 0; m && k < sizeof counts / sizeof counts[0]; k++)
+        (void)gcmpi_auto_pick(&h->cfg, m, counts[k], &predicted[k]);
+    return m;
+}
+
+/* GCMPI_AUTO_CACHE: the first calibration is measured and saved by rank 0;
+ * the next reads it on every rank, checks it and gives the same model;
+ * cached figures its check finds off by 1000x are measured again and
+ * saved over; a damaged file is measured again. */
+static void test_auto_keeps_its_calibration_between_jobs(harness *h)
+{
+    char dir[64] = "/tmp/gcmpi-cache-job-XXXXXX";
+    int made = h->ctx.rank != 0 || mkdtemp(dir) != NULL;
+    PMPI_Bcast(dir, sizeof dir, MPI_CHAR, 0, h->ctx.comm);
+    CHECK(made, "mkdtemp failed");
+    const int root = h->ctx.rank == 0;
+    const int p = h->ctx.size;
+    use_node_size(h, p > 2 ? 2 : 1);
+    h->cfg.algo = GCMPI_ALGO_AUTO;
+    use_codec(h, "topk");
+    snprintf(h->cfg.auto_cache, sizeof h->cfg.auto_cache, "%s/cache", dir); /* made on save */
+    double first[4], again[4];
+
+    gcmpi_auto_model *m = fresh_model(h, first);
+    CHECK(m && m->source == GCMPI_AUTO_MEASURED, "an empty cache gave figures");
+    char path[GCMPI_AUTO_CACHE_FILE_LEN] = "";
+    if (m && root) {
+        CHECK(m->cache_saved == 1 && m->cache_file[0], "rank 0 did not save the calibration");
+        snprintf(path, sizeof path, "%s", m->cache_file);
+        CHECK(strncmp(path, dir, strlen(dir)) == 0, "saved to %s, outside %s", path, dir);
+    }
+
+    m = fresh_model(h, again);
+    CHECK(m && m->source == GCMPI_AUTO_CACHED, "the saved calibration was not used");
+    CHECK(m && m->check_fresh_s > 0 && m->check_cached_s > 0, "the cached figures were not checked");
+    CHECK(memcmp(first, again, sizeof first) == 0, "the cached model predicts otherwise");
+
+    /* Every figure 1000x: its check cannot hold. */
+    char key[GCMPI_AUTO_CACHE_KEY_LEN] = "";
+    double f[GCMPI_AUTO_FIGURES];
+    if (root) {
+        FILE *in = fopen(path, "r");
+        char line[GCMPI_AUTO_CACHE_KEY_LEN + 8] = "";
+        while (in && fgets(line, sizeof line, in) && strncmp(line, "key ", 4) != 0) {}
+        if (in) fclose(in);
+        line[strcspn(line, "\n")] = '\0';
+        const size_t klen = strlen(line + 4);
+        CHECK(klen < sizeof key, "a key of %zu bytes", klen);
+        memcpy(key, line + 4, klen < sizeof key ? klen + 1 : 0);
+        CHECK(gcmpi_auto_cache_read_file(path, key, f, GCMPI_AUTO_FIGURES) == 0,
+              "the saved file does not read back");
+        for (int i = 0; i < GCMPI_AUTO_FIGURES; i++) f[i] *= 1000.0;
+        CHECK(gcmpi_auto_cache_write_file(path, key, f, GCMPI_AUTO_FIGURES, 1.0) == 0,
+              "could not rewrite the file");
+    }
+    m = fresh_model(h, again);
+    CHECK(m && m->source == GCMPI_AUTO_REMEASURED,
+          "figures 1000x off were used (source %d, check %g s cached, %g s now)",
+          m ? (int)m->source : -1, m ? m->check_cached_s : 0, m ? m->check_fresh_s : 0);
+    if (root) {
+        double now[GCMPI_AUTO_FIGURES];
+        CHECK(m && m->cache_saved == 1, "the fresh calibration was not saved over");
+        CHECK(gcmpi_auto_cache_read_file(path, key, now, GCMPI_AUTO_FIGURES) == 0 &&
+                  memcmp(now, f, sizeof now) != 0,
+              "the stale figures stayed in the file");
+        FILE *out = fopen(path, "w");
+        if (out) fputs("not a calibration\n", out), fclose(out);
+    }
+    m = fresh_model(h, again);
+    CHECK(m && m->source == GCMPI_AUTO_MEASURED, "a damaged file was not measured again");
+    if (root) {
+        CHECK(m && m->cache_saved == 1, "the damaged file was not replaced");
+        unlink(path);
+        char sub[96];
+        snprintf(sub, sizeof sub, "%s/cache", dir);
+        rmdir(sub);
+        rmdir(dir);
+    }
+    snprintf(h->cfg.auto_cache, sizeof h->cfg.auto_cache, "off");
+    gcmpi_coll_cache_free(&h->cache);
+    use_node_size(h, 0);
+}
+
 /* auto's trial: per call size the model's pick, its runners-up and
  * passthrough each run GCMPI_AUTO_TRIAL_CALLS calls in turn, then the fastest by
  * the slowest rank's median call is kept on every rank, even when the ranks
@@ -1570,6 +1722,8 @@ int main(int argc, char **argv)
         T(test_auto_pick_is_the_same_on_every_rank_whatever_each_measured),
         T(test_auto_measures_once_and_results_agree),
         T(test_auto_trial_settles_on_the_measured_fastest),
+        T(test_auto_cache_file_round_trips_and_refuses_damage),
+        T(test_auto_keeps_its_calibration_between_jobs),
         T(test_auto_keeps_a_lossy_pick_only_when_clearly_faster),
         T(test_auto_tries_again_when_a_warm_up_ratio_moved),
 #undef T

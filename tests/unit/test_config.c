@@ -1650,3 +1650,33 @@ Test(device, device_settings_are_per_rank_and_not_hashed)
     cr_assert_eq(hash_of(ENV("GCMPI_CUDA_AWARE=1")), hash_of(ENV("GCMPI_CUDA_AWARE=0")));
     cr_assert_eq(hash_of(ENV("GCMPI_GPU_LIB=/a.so")), hash_of(ENV(NULL)));
 }
+
+/* ---- auto's calibration cache (pmpi/auto_cache.c) ----------------------------- */
+
+Test(auto_cache, is_auto_by_default_and_takes_off_or_a_directory)
+{
+    load_ok(ENV(NULL));
+    cr_assert_str_eq(cfg.auto_cache, "auto");
+    load_ok(ENV("GCMPI_AUTO_CACHE=/scratch/gcmpi"));
+    cr_assert_str_eq(cfg.auto_cache, "/scratch/gcmpi");
+    char *offs[] = {"GCMPI_AUTO_CACHE=off", "GCMPI_AUTO_CACHE=0", "GCMPI_AUTO_CACHE=No",
+                          "GCMPI_AUTO_CACHE=false"};
+    for (size_t i = 0; i < sizeof offs / sizeof offs[0]; i++) {
+        load_ok(ENV(offs[i]));
+        cr_assert_str_eq(cfg.auto_cache, "off", "%s", offs[i]);
+    }
+    load_ok(ENV("GCMPI_AUTO_CACHE=1"));
+    cr_assert_str_eq(cfg.auto_cache, "auto");
+}
+
+Test(auto_cache, an_empty_value_names_the_variable_and_the_choices)
+{
+    load_fails_with(ENV("GCMPI_AUTO_CACHE="),
+                    "libgcmpi: GCMPI_AUTO_CACHE= is empty; expected auto, off or a directory");
+}
+
+Test(auto_cache, is_per_rank_and_not_hashed)
+{
+    cr_assert_eq(hash_of(ENV("GCMPI_AUTO_CACHE=/a")), hash_of(ENV("GCMPI_AUTO_CACHE=off")));
+    cr_assert(gcmpi_config_is_per_rank("GCMPI_AUTO_CACHE"));
+}

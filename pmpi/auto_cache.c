@@ -1,0 +1,267 @@
+/* auto_cache.c — GCMPI_AUTO_CACHE (auto_cache.h).
+ *
+ * The file is text, one figure a line in C's hexadecimal floating point
+ * (exact both ways), so a user can read what auto measured:
+ *
+ *   # libgcmpi: GCMPI_ALGO=auto calibration; delete to measure again
+ *   key libgcmpi=0.1.0 calibration=1 figures=56 mpi=Open MPI v4.1.4 ...
+ *   seconds 0.94
+ *   figures 56
+ *   0x1.0c6f7a0b5ed8dp-12
+ *   ...
+ *   crc32c 1a2b3c4d
+ *
+ * The CRC32C covers every byte before its line. */
+#include "auto_cache.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gcmpi_codec.h"
+
+#ifndef GCMPI_VERSION
+#define GCMPI_VERSION GC_VERSION_STRING
+#endif
+
+#define MAX_FILE_BYTES ((size_t)64 << 10)
+#define FIGURE_LINE 40 /* "-0x1.fffffffffffffp-1022\n" and room */
+
+static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
+{
+    const unsigned char *b = data;
+    for (size_t i = 0; i < len; i++) h = (h ^ b[i]) * 0x100000001B3ull;
+    return h;
+}
+#define FNV_START 0xCBF29CE484222325ull
+
+int gcmpi_auto_cache_agrees(double cached, double fresh)
+{
+    if (!(cached > 0) || !(fresh > 0)) return 0;
+    const double r = fresh > cached ? fresh / cached : cached / fresh;
+    return r <= GCMPI_AUTO_CACHE_TOLERANCE;
+}
+
+/* ---- the file ------------------------------------------------------------ */
+
+int gcmpi_auto_cache_write_file(const char *path, const char *key, const double *figures, int n,
+                                double calibration_s)
+{
+    const size_t cap = 256 + strlen(key) + (size_t)n * FIGURE_LINE;
+    char *text = malloc(cap);
+    if (!text) return -1;
+    int len = snprintf(text, cap,
+                       "# libgcmpi: GCMPI_ALGO=auto calibration; delete to measure again\n"
+                       "key %s\nseconds %.6g\nfigures %d\n",
+                       key, calibration_s, n);
+    for (int i = 0; i < n && len > 0 && (size_t)len < cap; i++)
+        len += snprintf(text + len, cap - (size_t)len, "%a\n", figures[i]);
+    if (len > 0 && (size_t)len < cap)
+        len += snprintf(text + len, cap - (size_t)len, "crc32c %08x\n",
+                        (unsigned)gc_crc32c(0, text, (size_t)len));
+    if (len <= 0 || (size_t)len >= cap) {
+        free(text);
+        errno = EOVERFLOW;
+        return -1;
+    }
+    /* A temporary name of this process, renamed over the file: a reader
+     * sees the old file or the new one, never half of one. */
+    char tmp[GCMPI_AUTO_CACHE_PATH_LEN + 32];
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    int rc = f ? 0 : -1;
+    if (f) {
+        if (fwrite(text, 1, (size_t)len, f) != (size_t)len) rc = -1;
+        if (fclose(f) != 0) rc = -1;
+        if (rc == 0 && rename(tmp, path) != 0) rc = -1;
+        if (rc != 0) {
+            const int e = errno;
+            unlink(tmp);
+            errno = e;
+        }
+    }
+    free(text);
+    return rc;
+}
+
+/* The next line of text at *at (without its newline); NULL at the end. */
+static char *next_line(char **at)
+{
+    char *s = *at;
+    if (!s || !*s) return NULL;
+    char *nl = strchr(s, '\n');
+    if (!nl) return NULL; /* every line of a whole file ends with one */
+    *nl = '\0';
+    *at = nl + 1;
+    return s;
+}
+
+static int parse_figures(char *text, const char *key, double *figures, int n)
+{
+    char *at = text, *line;
+    if (!(line = next_line(&at)) || line[0] != '#') return -1;
+    if (!(line = next_line(&at)) || strncmp(line, "key ", 4) != 0 || strcmp(line + 4, key) != 0)
+        return -1;
+    if (!(line = next_line(&at)) || strncmp(line, "seconds ", 8) != 0) return -1;
+    char *end;
+    if (!(line = next_line(&at)) || strncmp(line, "figures ", 8) != 0 ||
+        strtol(line + 8, &end, 10) != n || *end)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        if (!(line = next_line(&at))) return -1;
+        errno = 0;
+        const double v = strtod(line, &end);
+        if (end == line || *end || errno || !isfinite(v) || v < 0) return -1;
+        figures[i] = v;
+    }
+    return 0;
+}
+
+int gcmpi_auto_cache_read_file(const char *path, const char *key, double *figures, int n)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    char *text = malloc(MAX_FILE_BYTES + 1);
+    size_t len = text ? fread(text, 1, MAX_FILE_BYTES + 1, f) : 0;
+    fclose(f);
+    if (!text || len == 0 || len > MAX_FILE_BYTES) {
+        free(text);
+        return -1;
+    }
+    text[len] = '\0';
+    /* The last line is the CRC of all before it. */
+    int rc = -1;
+    char *crc_line = len >= 2 ? text + len - 2 : text;
+    while (crc_line > text && crc_line[-1] != '\n') crc_line--;
+    unsigned crc = 0;
+    char tail[2];
+    if (text[len - 1] == '\n' && crc_line > text &&
+        sscanf(crc_line, "crc32c %8x%1[\n]", &crc, tail) == 2 &&
+        crc == (unsigned)gc_crc32c(0, text, (size_t)(crc_line - text))) {
+        *crc_line = '\0';
+        double *got = malloc((size_t)(n > 0 ? n : 1) * sizeof *got);
+        if (got && parse_figures(text, key, got, n) == 0) {
+            memcpy(figures, got, (size_t)n * sizeof *got);
+            rc = 0;
+        }
+        free(got);
+    }
+    free(text);
+    return rc;
+}
+
+/* ---- where, and under which key ------------------------------------------ */
+
+/* GCMPI_AUTO_CACHE's directory: "auto" is the XDG cache directory's
+ * libgcmpi/ (none without XDG_CACHE_HOME or HOME); 0 when off. */
+static int cache_dir(const gcmpi_config *cfg, char *dir, size_t len)
+{
+    const char *v = cfg->auto_cache;
+    if (!*v || strcmp(v, "off") == 0) return 0;
+    int n;
+    if (strcmp(v, "auto") == 0) {
+        const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+        if (xdg && *xdg == '/') n = snprintf(dir, len, "%s/libgcmpi", xdg);
+        else if (home && *home) n = snprintf(dir, len, "%s/.cache/libgcmpi", home);
+        else return 0;
+    } else {
+        n = snprintf(dir, len, "%s", v);
+    }
+    return n > 0 && (size_t)n < len;
+}
+
+/* mkdir -p: each missing component, private to the user (0700) as the
+ * XDG cache directory is. */
+static int make_dirs(const char *dir)
+{
+    char p[GCMPI_AUTO_CACHE_PATH_LEN];
+    snprintf(p, sizeof p, "%s", dir);
+    for (char *s = p + 1;; s++) {
+        const int last = *s == '\0';
+        if (*s == '/' || last) {
+            *s = '\0';
+            if (mkdir(p, 0700) != 0 && errno != EEXIST) return -1;
+            if (last) break;
+            *s = '/';
+        }
+    }
+    return 0;
+}
+
+int gcmpi_auto_cache_save(const gcmpi_auto_cache *c, const double *figures, int n,
+                          double calibration_s)
+{
+    if (!c->on) return 0;
+    if (make_dirs(c->dir) != 0) return -1;
+    return gcmpi_auto_cache_write_file(c->path, c->key, figures, n, calibration_s);
+}
+
+/* The MPI library's first line up to its first comma, blanks and '='
+ * kept out of the key's words. */
+static void mpi_words(char *out, size_t len)
+{
+    char full[MPI_MAX_LIBRARY_VERSION_STRING];
+    int n = 0;
+    full[0] = '\0';
+    PMPI_Get_library_version(full, &n);
+    size_t k = 0;
+    for (const char *s = full; *s && *s != '\n' && *s != ',' && k + 1 < len; s++)
+        out[k++] = (*s == ' ' || *s == '\t' || *s == '=') ? '_' : *s;
+    out[k] = '\0';
+}
+
+/* splitmix64's finaliser: a rank's host hash mixed with its rank, so the
+ * XOR over ranks depends on which rank is on which host. */
+static uint64_t mix(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+int gcmpi_auto_cache_lookup(const gcmpi_config *cfg, MPI_Comm comm, const gcmpi_nodes *nodes,
+                            gcmpi_auto_cache *c, double *figures, int n, int *found)
+{
+    int rank, p;
+    PMPI_Comm_rank(comm, &rank);
+    PMPI_Comm_size(comm, &p);
+    memset(c, 0, sizeof *c);
+    *found = 0;
+    if (n < 0 || n > GCMPI_AUTO_FIGURES) return MPI_ERR_ARG; /* the same on every rank */
+    /* Every rank's host, in rank order: a job placed otherwise, or on
+     * other hosts, has another key. */
+    char host[MPI_MAX_PROCESSOR_NAME];
+    int host_len = 0;
+    if (PMPI_Get_processor_name(host, &host_len) != MPI_SUCCESS) host_len = 0;
+    const uint64_t mine = mix(fnv1a(FNV_START, host, (size_t)host_len) +
+                              0x9E3779B97F4A7C15ull * (uint64_t)(rank + 1));
+    uint64_t hosts = 0;
+    int rc = PMPI_Reduce(&mine, &hosts, 1, MPI_UINT64_T, MPI_BXOR, 0, comm);
+    double msg[GCMPI_AUTO_FIGURES + 1]; /* rank 0 found, then the figures */
+    msg[0] = 0.0;
+    if (rc == MPI_SUCCESS && rank == 0 && cache_dir(cfg, c->dir, sizeof c->dir)) {
+        char mpi[128];
+        mpi_words(mpi, sizeof mpi);
+        const int k = snprintf(
+            c->key, sizeof c->key,
+            "libgcmpi=%s calibration=%d figures=%d mpi=%s ranks=%d nodes=%d node_size=%d-%d "
+            "shm=%d config=%016llx hosts=%016llx",
+            GCMPI_VERSION, GCMPI_AUTO_CALIBRATION_VERSION, n, mpi, p, nodes->n_nodes,
+            nodes->min_node_size, nodes->max_node_size, nodes->shm_possible,
+            (unsigned long long)gcmpi_config_hash(cfg), (unsigned long long)hosts);
+        const int m = snprintf(c->path, sizeof c->path, "%s/auto-%016llx.txt", c->dir,
+                               (unsigned long long)fnv1a(FNV_START, c->key, strlen(c->key)));
+        c->on = k > 0 && (size_t)k < sizeof c->key && m > 0 && (size_t)m < sizeof c->path;
+        if (c->on && gcmpi_auto_cache_read_file(c->path, c->key, msg + 1, n) == 0) msg[0] = 1.0;
+    }
+    if (rc == MPI_SUCCESS) rc = PMPI_Bcast(msg, n + 1, MPI_DOUBLE, 0, comm);
+    if (rc == MPI_SUCCESS && msg[0] == 1.0) {
+        memcpy(figures, msg + 1, (size_t)n * sizeof *msg);
+        *found = 1;
+    }
+    return rc;
+}

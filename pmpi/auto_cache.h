@@ -1,0 +1,69 @@
+/* auto_cache.h — GCMPI_AUTO_CACHE: GCMPI_ALGO=auto's agreed calibration
+ * figures kept between jobs.
+ *
+ * A communicator's calibration costs its first auto call from under a
+ * second (one host) to seconds (slow links; 9 s on the emulated 2 x 4
+ * cluster of this machine, most of a 13 s training epoch). The same job
+ * run again on the same hosts measures the same figures, so rank 0 keeps
+ * them in a file named after everything they depend on: the library and
+ * its calibration's version, the MPI library, the ranks and their hosts in
+ * rank order, the node layout and the hashed settings (codec, ratio,
+ * algorithm ...). What the key cannot see (another transport chosen by
+ * the MPI's own settings, a loaded machine) is caught before use: one
+ * link figure is measured again (coll_auto.c), and a cached model that
+ * misses it by GCMPI_AUTO_CACHE_TOLERANCE is measured afresh and saved
+ * over. A missing, unreadable, corrupt or foreign file is a miss, never an
+ * error: the job calibrates as without a cache. */
+#ifndef GCMPI_AUTO_CACHE_H
+#define GCMPI_AUTO_CACHE_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+#include "coll.h"
+
+/* Bump when a figure's meaning changes (sizes, how runs are timed): older
+ * files then no longer match any key. */
+#define GCMPI_AUTO_CALIBRATION_VERSION 1
+/* A cached model holds while a fresh run of its checked figure is within
+ * this factor of the cached one. Runs of one figure varied by up to 1.7x
+ * on this 2-core machine; 1 and 10 Gbit/s differ by several times. */
+#define GCMPI_AUTO_CACHE_TOLERANCE 2.0
+
+#define GCMPI_AUTO_CACHE_KEY_LEN 512
+#define GCMPI_AUTO_CACHE_PATH_LEN GCMPI_AUTO_CACHE_FILE_LEN
+
+/* Rank 0's view of a communicator's cache file; the other ranks keep
+ * on = 0. */
+typedef struct gcmpi_auto_cache {
+    int on;                                /* a directory to read and write */
+    char dir[GCMPI_AUTO_CACHE_PATH_LEN];
+    char path[GCMPI_AUTO_CACHE_PATH_LEN];  /* dir/auto-HASH.txt             */
+    char key[GCMPI_AUTO_CACHE_KEY_LEN];
+} gcmpi_auto_cache;
+
+/* Looks comm's figures up. Collective over comm: one gather of the ranks'
+ * host names (hashed) to rank 0, which reads the file, and one broadcast
+ * of what it found. On return *found is the same on every rank, and when
+ * it is 1 figures[0 .. n-1] hold the cached (agreed) figures everywhere.
+ * Returns an MPI error code (a failed collective); a cache that cannot
+ * be read is *found = 0 with MPI_SUCCESS. */
+int gcmpi_auto_cache_lookup(const gcmpi_config *cfg, MPI_Comm comm, const gcmpi_nodes *nodes,
+                            gcmpi_auto_cache *c, double *figures, int n, int *found);
+
+/* Rank 0 (c->on), local: writes figures under c's key, through a
+ * temporary file and a rename so that a concurrent job reads the old file
+ * or the new one. Returns 0, or -1 with errno (the caller warns). */
+int gcmpi_auto_cache_save(const gcmpi_auto_cache *c, const double *figures, int n,
+                          double calibration_s);
+
+/* The file format alone (tests): 0 on success; read returns -1 for a
+ * missing, corrupt or foreign file (another key or figure count). */
+int gcmpi_auto_cache_write_file(const char *path, const char *key, const double *figures, int n,
+                                double calibration_s);
+int gcmpi_auto_cache_read_file(const char *path, const char *key, double *figures, int n);
+
+/* Whether a fresh measurement agrees with the cached one (both > 0). */
+int gcmpi_auto_cache_agrees(double cached, double fresh);
+
+#endif /* GCMPI_AUTO_CACHE_H */

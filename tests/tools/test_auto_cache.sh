@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# GCMPI_AUTO_CACHE in unchanged jobs under LD_PRELOAD: with the default
+# (auto) the first job measures auto's calibration and rank 0 saves it
+# under $HOME/.cache/libgcmpi; the same job again reads it, checks it and
+# gives the same choice; GCMPI_AUTO_CACHE=off measures and writes nothing;
+# a named directory is made and used; a damaged file is measured again.
+. "$(dirname "$0")/common.sh"
+
+[ -f "${GCMPI_LIB:-}" ] || skip "libgcmpi.so not built"
+
+job() { # name [GCMPI_AUTO_CACHE value]
+  local name=$1
+  local cache=()
+  [ $# -gt 1 ] && cache=(-x "GCMPI_AUTO_CACHE=$2")
+  env -u GCMPI_AUTO_CACHE -u XDG_CACHE_HOME HOME="$WORK/home" \
+    "$MPIRUN" -np 2 -x HOME -x LD_PRELOAD="$GCMPI_LIB" -x GCMPI_CODEC=topk -x GCMPI_ALGO=auto \
+    -x GCMPI_STATS=stderr -x GCMPI_VERBOSE=1 "${cache[@]}" "$PROBE" --count 100000 --iters 15 \
+    >"$WORK/$name.out" 2>"$WORK/$name.err" || { cat "$WORK/$name.err" >&2; fail "$name: job failed"; }
+}
+calibration() { grep "auto's calibration on MPI_COMM_WORLD" "$WORK/$1.err" || true; }
+choice() { grep -o "100000 floats -> [a-z_]*" "$WORK/$1.err" || true; }
+
+mkdir -p "$WORK/home"
+job first
+line=$(calibration first)
+echo "first:  $line"
+[[ $line == *", measured, saved to $WORK/home/.cache/libgcmpi/auto-"*.txt ]] ||
+  fail "the first job did not measure and save under \$HOME/.cache: $line"
+files=("$WORK"/home/.cache/libgcmpi/auto-*.txt)
+[ ${#files[@]} = 1 ] && [ -f "${files[0]}" ] || fail "not one cache file: ${files[*]}"
+grep -q "^key libgcmpi=.* ranks=2 " "${files[0]}" || fail "the file has no key: $(head -3 "${files[0]}")"
+
+job second
+line=$(calibration second)
+echo "second: $line"
+[[ $line == *", cached (its check: "*", from ${files[0]}" ]] ||
+  fail "the second job did not use the saved calibration: $line"
+[ -n "$(choice second)" ] || fail "no choice reported"
+
+job off off
+line=$(calibration off)
+echo "off:    $line"
+[[ $line == *", measured" ]] || fail "GCMPI_AUTO_CACHE=off still used a cache: $line"
+
+dir="$WORK/named/cache"
+job named "$dir"
+[[ $(calibration named) == *"saved to $dir/auto-"* ]] || fail "not saved in $dir: $(calibration named)"
+echo "damaged" >"$dir"/auto-*.txt
+job damaged "$dir"
+line=$(calibration damaged)
+echo "damaged: $line"
+[[ $line == *", measured, saved to $dir/auto-"* ]] || fail "a damaged file was not measured again: $line"
+echo ok
