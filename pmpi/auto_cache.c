@@ -6,12 +6,16 @@
  *   # libgcmpi: GCMPI_ALGO=auto calibration; delete to measure again
  *   key libgcmpi=0.1.0 calibration=1 figures=56 mpi=Open MPI v4.1.4 ...
  *   seconds 0.94
- *   figures 56
+ *   figures 43
  *   0x1.0c6f7a0b5ed8dp-12
  *   ...
+ *   settled 1
+ *   535818 0x1.47ae147ae147bp-7 passthrough
  *   crc32c 1a2b3c4d
  *
- * The CRC32C covers every byte before its line. */
+ * settled lines are trials' outcomes: a call size, the kept fraction it
+ * was tried at, the algorithm. The CRC32C covers every byte before its
+ * line. */
 #include "auto_cache.h"
 
 #include <errno.h>
@@ -48,10 +52,12 @@ int gcmpi_auto_cache_agrees(double cached, double fresh)
 
 /* ---- the file ------------------------------------------------------------ */
 
-int gcmpi_auto_cache_write_file(const char *path, const char *key, const double *figures, int n,
+int gcmpi_auto_cache_write_file(const char *path, const char *key, const gcmpi_auto_cached *in,
                                 double calibration_s)
 {
-    const size_t cap = 256 + strlen(key) + (size_t)n * FIGURE_LINE;
+    const int n = GCMPI_AUTO_FIGURES;
+    const size_t cap = 256 + strlen(key) + (size_t)n * FIGURE_LINE +
+                       (size_t)in->n_settled * (2 * FIGURE_LINE + 16);
     char *text = malloc(cap);
     if (!text) return -1;
     int len = snprintf(text, cap,
@@ -59,7 +65,12 @@ int gcmpi_auto_cache_write_file(const char *path, const char *key, const double 
                        "key %s\nseconds %.6g\nfigures %d\n",
                        key, calibration_s, n);
     for (int i = 0; i < n && len > 0 && (size_t)len < cap; i++)
-        len += snprintf(text + len, cap - (size_t)len, "%a\n", figures[i]);
+        len += snprintf(text + len, cap - (size_t)len, "%a\n", in->figures[i]);
+    if (len > 0 && (size_t)len < cap)
+        len += snprintf(text + len, cap - (size_t)len, "settled %d\n", in->n_settled);
+    for (int i = 0; i < in->n_settled && len > 0 && (size_t)len < cap; i++)
+        len += snprintf(text + len, cap - (size_t)len, "%zu %a %s\n", in->settled[i].count,
+                        in->settled[i].ratio, gcmpi_algo_name(in->settled[i].algo));
     if (len > 0 && (size_t)len < cap)
         len += snprintf(text + len, cap - (size_t)len, "crc32c %08x\n",
                         (unsigned)gc_crc32c(0, text, (size_t)len));
@@ -100,28 +111,55 @@ static char *next_line(char **at)
     return s;
 }
 
-static int parse_figures(char *text, const char *key, double *figures, int n)
+static int parse_number(const char *s, char **end, double *v)
 {
-    char *at = text, *line;
+    errno = 0;
+    *v = strtod(s, end);
+    return *end != s && !errno && isfinite(*v) && *v >= 0;
+}
+
+static int parse_algo(const char *name, gcmpi_algo *out)
+{
+    for (int a = 0; a < GCMPI_ALGO_COUNT; a++)
+        if (strcmp(name, gcmpi_algo_name((gcmpi_algo)a)) == 0) {
+            *out = (gcmpi_algo)a;
+            return 1;
+        }
+    return 0;
+}
+
+static int parse_file(char *text, const char *key, gcmpi_auto_cached *out)
+{
+    char *at = text, *line, *end;
     if (!(line = next_line(&at)) || line[0] != '#') return -1;
     if (!(line = next_line(&at)) || strncmp(line, "key ", 4) != 0 || strcmp(line + 4, key) != 0)
         return -1;
     if (!(line = next_line(&at)) || strncmp(line, "seconds ", 8) != 0) return -1;
-    char *end;
     if (!(line = next_line(&at)) || strncmp(line, "figures ", 8) != 0 ||
-        strtol(line + 8, &end, 10) != n || *end)
+        strtol(line + 8, &end, 10) != GCMPI_AUTO_FIGURES || *end)
         return -1;
-    for (int i = 0; i < n; i++) {
-        if (!(line = next_line(&at))) return -1;
-        errno = 0;
-        const double v = strtod(line, &end);
-        if (end == line || *end || errno || !isfinite(v) || v < 0) return -1;
-        figures[i] = v;
+    for (int i = 0; i < GCMPI_AUTO_FIGURES; i++)
+        if (!(line = next_line(&at)) || !parse_number(line, &end, &out->figures[i]) || *end)
+            return -1;
+    long k;
+    if (!(line = next_line(&at)) || strncmp(line, "settled ", 8) != 0 ||
+        (k = strtol(line + 8, &end, 10)) < 0 || k > GCMPI_AUTO_MAX_CHOICES || *end)
+        return -1;
+    out->n_settled = (int)k;
+    for (int i = 0; i < out->n_settled; i++) {
+        gcmpi_auto_settled *r = &out->settled[i];
+        double count;
+        if (!(line = next_line(&at)) || !parse_number(line, &end, &count) || *end != ' ' ||
+            count != (double)(size_t)count || !parse_number(end + 1, &end, &r->ratio) ||
+            *end != ' ' || !parse_algo(end + 1, &r->algo) || r->algo == GCMPI_ALGO_AUTO ||
+            r->algo == GCMPI_ALGO_RULE)
+            return -1;
+        r->count = (size_t)count;
     }
-    return 0;
+    return next_line(&at) ? -1 : 0; /* nothing between them and the CRC */
 }
 
-int gcmpi_auto_cache_read_file(const char *path, const char *key, double *figures, int n)
+int gcmpi_auto_cache_read_file(const char *path, const char *key, gcmpi_auto_cached *out)
 {
     FILE *f = fopen(path, "r");
     if (!f) return -1;
@@ -143,9 +181,9 @@ int gcmpi_auto_cache_read_file(const char *path, const char *key, double *figure
         sscanf(crc_line, "crc32c %8x%1[\n]", &crc, tail) == 2 &&
         crc == (unsigned)gc_crc32c(0, text, (size_t)(crc_line - text))) {
         *crc_line = '\0';
-        double *got = malloc((size_t)(n > 0 ? n : 1) * sizeof *got);
-        if (got && parse_figures(text, key, got, n) == 0) {
-            memcpy(figures, got, (size_t)n * sizeof *got);
+        gcmpi_auto_cached *got = malloc(sizeof *got);
+        if (got && parse_file(text, key, got) == 0) {
+            *out = *got;
             rc = 0;
         }
         free(got);
@@ -192,12 +230,12 @@ static int make_dirs(const char *dir)
     return 0;
 }
 
-int gcmpi_auto_cache_save(const gcmpi_auto_cache *c, const double *figures, int n,
+int gcmpi_auto_cache_save(const gcmpi_auto_cache *c, const gcmpi_auto_cached *in,
                           double calibration_s)
 {
     if (!c->on) return 0;
     if (make_dirs(c->dir) != 0) return -1;
-    return gcmpi_auto_cache_write_file(c->path, c->key, figures, n, calibration_s);
+    return gcmpi_auto_cache_write_file(c->path, c->key, in, calibration_s);
 }
 
 /* The MPI library's first line up to its first comma, blanks and '='
@@ -224,14 +262,13 @@ static uint64_t mix(uint64_t z)
 }
 
 int gcmpi_auto_cache_lookup(const gcmpi_config *cfg, MPI_Comm comm, const gcmpi_nodes *nodes,
-                            gcmpi_auto_cache *c, double *figures, int n, int *found)
+                            gcmpi_auto_cache *c, gcmpi_auto_cached *out, int *found)
 {
     int rank, p;
     PMPI_Comm_rank(comm, &rank);
     PMPI_Comm_size(comm, &p);
     memset(c, 0, sizeof *c);
     *found = 0;
-    if (n < 0 || n > GCMPI_AUTO_FIGURES) return MPI_ERR_ARG; /* the same on every rank */
     /* Every rank's host, in rank order: a job placed otherwise, or on
      * other hosts, has another key. */
     char host[MPI_MAX_PROCESSOR_NAME];
@@ -241,8 +278,13 @@ int gcmpi_auto_cache_lookup(const gcmpi_config *cfg, MPI_Comm comm, const gcmpi_
                               0x9E3779B97F4A7C15ull * (uint64_t)(rank + 1));
     uint64_t hosts = 0;
     int rc = PMPI_Reduce(&mine, &hosts, 1, MPI_UINT64_T, MPI_BXOR, 0, comm);
-    double msg[GCMPI_AUTO_FIGURES + 1]; /* rank 0 found, then the figures */
-    msg[0] = 0.0;
+    /* rank 0's found flag, then the file's contents (its bytes: every
+     * rank runs the same build) */
+    struct {
+        int found;
+        gcmpi_auto_cached cached;
+    } msg;
+    memset(&msg, 0, sizeof msg);
     if (rc == MPI_SUCCESS && rank == 0 && cache_dir(cfg, c->dir, sizeof c->dir)) {
         char mpi[128];
         mpi_words(mpi, sizeof mpi);
@@ -250,17 +292,17 @@ int gcmpi_auto_cache_lookup(const gcmpi_config *cfg, MPI_Comm comm, const gcmpi_
             c->key, sizeof c->key,
             "libgcmpi=%s calibration=%d figures=%d mpi=%s ranks=%d nodes=%d node_size=%d-%d "
             "shm=%d config=%016llx hosts=%016llx",
-            GCMPI_VERSION, GCMPI_AUTO_CALIBRATION_VERSION, n, mpi, p, nodes->n_nodes,
-            nodes->min_node_size, nodes->max_node_size, nodes->shm_possible,
+            GCMPI_VERSION, GCMPI_AUTO_CALIBRATION_VERSION, GCMPI_AUTO_FIGURES, mpi, p,
+            nodes->n_nodes, nodes->min_node_size, nodes->max_node_size, nodes->shm_possible,
             (unsigned long long)gcmpi_config_hash(cfg), (unsigned long long)hosts);
         const int m = snprintf(c->path, sizeof c->path, "%s/auto-%016llx.txt", c->dir,
                                (unsigned long long)fnv1a(FNV_START, c->key, strlen(c->key)));
         c->on = k > 0 && (size_t)k < sizeof c->key && m > 0 && (size_t)m < sizeof c->path;
-        if (c->on && gcmpi_auto_cache_read_file(c->path, c->key, msg + 1, n) == 0) msg[0] = 1.0;
+        if (c->on && gcmpi_auto_cache_read_file(c->path, c->key, &msg.cached) == 0) msg.found = 1;
     }
-    if (rc == MPI_SUCCESS) rc = PMPI_Bcast(msg, n + 1, MPI_DOUBLE, 0, comm);
-    if (rc == MPI_SUCCESS && msg[0] == 1.0) {
-        memcpy(figures, msg + 1, (size_t)n * sizeof *msg);
+    if (rc == MPI_SUCCESS) rc = PMPI_Bcast(&msg, (int)sizeof msg, MPI_BYTE, 0, comm);
+    if (rc == MPI_SUCCESS && msg.found) {
+        *out = msg.cached;
         *found = 1;
     }
     return rc;

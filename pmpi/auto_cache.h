@@ -42,26 +42,26 @@ typedef struct gcmpi_auto_cache {
     char key[GCMPI_AUTO_CACHE_KEY_LEN];
 } gcmpi_auto_cache;
 
-/* Looks comm's figures up. Collective over comm: one gather of the ranks'
- * host names (hashed) to rank 0, which reads the file, and one broadcast
- * of what it found. On return *found is the same on every rank, and when
- * it is 1 figures[0 .. n-1] hold the cached (agreed) figures everywhere.
+/* Looks comm's calibration up. Collective over comm: one reduction of the
+ * ranks' host names (hashed) to rank 0, which reads the file, and one
+ * broadcast of what it found. On return *found is the same on every
+ * rank, and when it is 1 *out holds the file's contents everywhere.
  * Returns an MPI error code (a failed collective); a cache that cannot
  * be read is *found = 0 with MPI_SUCCESS. */
 int gcmpi_auto_cache_lookup(const gcmpi_config *cfg, MPI_Comm comm, const gcmpi_nodes *nodes,
-                            gcmpi_auto_cache *c, double *figures, int n, int *found);
+                            gcmpi_auto_cache *c, gcmpi_auto_cached *out, int *found);
 
-/* Rank 0 (c->on), local: writes figures under c's key, through a
- * temporary file and a rename so that a concurrent job reads the old file
- * or the new one. Returns 0, or -1 with errno (the caller warns). */
-int gcmpi_auto_cache_save(const gcmpi_auto_cache *c, const double *figures, int n,
+/* Rank 0 (c->on), local: writes *in under c's key, through a temporary
+ * file and a rename so that a concurrent job reads the old file or the
+ * new one. Returns 0, or -1 with errno. */
+int gcmpi_auto_cache_save(const gcmpi_auto_cache *c, const gcmpi_auto_cached *in,
                           double calibration_s);
 
 /* The file format alone (tests): 0 on success; read returns -1 for a
  * missing, corrupt or foreign file (another key or figure count). */
-int gcmpi_auto_cache_write_file(const char *path, const char *key, const double *figures, int n,
+int gcmpi_auto_cache_write_file(const char *path, const char *key, const gcmpi_auto_cached *in,
                                 double calibration_s);
-int gcmpi_auto_cache_read_file(const char *path, const char *key, double *figures, int n);
+int gcmpi_auto_cache_read_file(const char *path, const char *key, gcmpi_auto_cached *out);
 
 /* Whether a fresh measurement agrees with the cached one (both > 0). */
 int gcmpi_auto_cache_agrees(double cached, double fresh);

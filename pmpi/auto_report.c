@@ -92,10 +92,11 @@ void gcmpi_auto_report_print(FILE *f)
             const gcmpi_auto_choice *c = &r->choices[i];
             fprintf(f,
                     "libgcmpi: auto %s (%d ranks, %d nodes): %zu floats -> %s (model: %s, "
-                    "predicted %.3f ms), measured %.3f ms over %llu calls; %d trials\n",
+                    "predicted %.3f ms), measured %.3f ms over %llu calls; %d trials%s\n",
                     r->comm, r->p, r->n_nodes, c->count, gcmpi_algo_name(c->algo),
                     gcmpi_algo_name(c->model), 1e3 * c->predicted_s, mean_ms(c),
-                    (unsigned long long)c->calls, 1 + c->retrials);
+                    (unsigned long long)c->calls, 1 + c->retrials,
+                    c->from_cache ? ", the last settled from the cache" : "");
         }
     }
 }
@@ -110,11 +111,12 @@ void gcmpi_auto_report_json(FILE *f)
                     "%s\n    {\"comm\": \"%s\", \"collective\": \"allreduce\", \"ranks\": %d, "
                     "\"nodes\": %d, \"count\": %zu, \"algo\": \"%s\", \"model\": \"%s\", "
                     "\"predicted_s\": %.6g, \"measured_s\": %.6g, \"calls\": %llu, "
-                    "\"trials\": %d}",
+                    "\"trials\": %d, \"from_cache\": %s}",
                     first ? "" : ",", r->comm, r->p, r->n_nodes, c->count,
                     gcmpi_algo_name(c->algo), gcmpi_algo_name(c->model), c->predicted_s,
                     c->calls ? c->measured_s / (double)c->calls : 0.0,
-                    (unsigned long long)c->calls, 1 + c->retrials);
+                    (unsigned long long)c->calls, 1 + c->retrials,
+                    c->from_cache ? "true" : "false");
             first = 0;
         }
     if (!first) fprintf(f, "\n  ");

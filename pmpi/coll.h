@@ -140,6 +140,25 @@ void gcmpi_nodes_free(gcmpi_nodes *nodes);
  * elements does not hold at 1 %. */
 #define GCMPI_AUTO_RETRIAL_FACTOR 2.0
 #define GCMPI_AUTO_RETRIALS 8
+/* A trial's outcome as GCMPI_AUTO_CACHE keeps it: a call size, the
+ * kept fraction it was tried at (sparse codecs under a warm-up) and the
+ * algorithm settled on. */
+typedef struct gcmpi_auto_settled {
+    size_t count;
+    double ratio;
+    gcmpi_algo algo;
+} gcmpi_auto_settled;
+
+#define GCMPI_AUTO_FIGURES 43
+/* What GCMPI_AUTO_CACHE keeps (auto_cache.h): the agreed figures, and the
+ * trials' outcomes that a job with the same key settles on without trying
+ * its candidates again. */
+typedef struct gcmpi_auto_cached {
+    double figures[GCMPI_AUTO_FIGURES];
+    int n_settled;
+    gcmpi_auto_settled settled[GCMPI_AUTO_MAX_CHOICES];
+} gcmpi_auto_cached;
+
 typedef struct gcmpi_auto_choice {
     size_t count;          /* floats of the call                        */
     gcmpi_algo algo;       /* what auto runs (after the trial: settled) */
@@ -158,6 +177,7 @@ typedef struct gcmpi_auto_choice {
     double ratio;          /* sparse codecs: the kept fraction of the
                               latest trial's calls (0: not known)        */
     int retrials;          /* trials started again since the first      */
+    int from_cache;        /* settled on a cached trial's outcome        */
 } gcmpi_auto_choice;
 
 /* Where a model's figures came from (GCMPI_AUTO_CACHE, auto_cache.h). */
@@ -178,6 +198,11 @@ typedef struct gcmpi_auto_model {
                               and measured again (0: not checked)        */
     int cache_saved;       /* rank 0: 1 saved, -1 could not be saved    */
     char cache_file[GCMPI_AUTO_CACHE_FILE_LEN]; /* rank 0: "" = no cache */
+    struct gcmpi_auto_cache *cache; /* rank 0's file (auto_cache.h), NULL:
+                              none, or not rank 0                        */
+    gcmpi_auto_cached cached; /* the agreed figures and the trials'
+                              outcomes, as a cache file holds them: the
+                              same on every rank                         */
     gcmpi_algo inner;      /* hier's algorithm between nodes            */
     int n_choices;
     gcmpi_auto_choice choices[GCMPI_AUTO_MAX_CHOICES];
@@ -231,7 +256,6 @@ int gcmpi_auto_model_of(gcmpi_coll_ctx *ctx, gcmpi_auto_model **model);
  * replaced by its (lower) median over ranks and turned into *model, the
  * same on every rank whatever each rank measured.
  * Collective over ctx->comm. */
-#define GCMPI_AUTO_FIGURES 43
 int gcmpi_auto_agree(gcmpi_coll_ctx *ctx, const gcmpi_nodes *nodes, const double *local,
                      gcmpi_auto_model *model);
 gcmpi_algo gcmpi_auto_pick(const gcmpi_config *cfg, const gcmpi_auto_model *model, size_t count,

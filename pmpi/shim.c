@@ -386,9 +386,11 @@ static void timeline_add(gcmpi_comm_state *st, const gc_params *used,
     gcmpi_timeline_add(st->timeline, st->calls, v);
 }
 
-/* MPI_Allreduce, compressed. With the adaptive layer on, the algorithms
- * get a per-call copy of the configuration holding this call's agreed
- * parameters; the algorithm pick does not depend on them (coll_choose.c). */
+/* MPI_Allreduce, compressed. Under a warm-up, and with the adaptive layer
+ * on, the algorithms get a per-call copy of the configuration holding
+ * this call's agreed parameters; auto's pick sees the warm-up's ratio
+ * (a trial and its cached outcome are of the ratio the calls send at),
+ * not the adaptive layer's, which follows each rank's own link time. */
 static int allreduce_run(gcmpi_comm_state *st, MPI_Comm comm, const void *sendbuf,
                          void *recvbuf, size_t count, int on_dev)
 {
@@ -398,6 +400,22 @@ static int allreduce_run(gcmpi_comm_state *st, MPI_Comm comm, const void *sendbu
     gcmpi_call_stats cs = {.bytes_offered = count * sizeof(float)};
     gcmpi_coll_ctx ctx = context_of(st, &cs);
     int rc = MPI_SUCCESS;
+    gcmpi_config call;
+    const gc_params *used = &cfg.params;
+    /* DGC's warm-up: a floor under the configured ratio, from a call
+     * position all ranks share; before the pick, for auto's trial and its
+     * cached outcomes are of the ratio the call sends at. Under the
+     * adaptive layer the floor goes under its ratio, further down. */
+    const int warming = has_ratio() && cfg.warmup > 0 && count > 0;
+    if (warming && !gc_adapt_active(&cfg.adapt)) {
+        const double warm = gcmpi_warmup_ratio(&st->warmup, count, used->ratio, cfg.warmup);
+        if (warm > used->ratio) {
+            call = cfg;
+            call.params.ratio = warm;
+            ctx.cfg = &call;
+            used = &call.params;
+        }
+    }
     /* auto measures the communicator on its first call (collective). */
     gcmpi_algo algo = gcmpi_coll_pick(&ctx, count, &rc);
     gcmpi_ef_key key = {in_place ? NULL : sendbuf, recvbuf, count, GCMPI_KIND_ALLREDUCE,
@@ -414,8 +432,6 @@ static int allreduce_run(gcmpi_comm_state *st, MPI_Comm comm, const void *sendbu
     /* count is the same on every rank: all adapt, or none does. Only then
      * is the configuration copied (it holds a few KiB of names and paths). */
     const int adaptive = gc_adapt_active(&cfg.adapt) && count > 0 && rc == MPI_SUCCESS;
-    gcmpi_config call;
-    const gc_params *used = &cfg.params;
     gcmpi_adapt_call ac;
     const float *send = in;
     float *seen = NULL; /* device buffers: the host copy the adaptive layer reads */
@@ -436,12 +452,10 @@ static int allreduce_run(gcmpi_comm_state *st, MPI_Comm comm, const void *sendbu
         if (seen && send == seen) send = in; /* unshaped: the device buffer itself */
         if (local != MPI_SUCCESS) rc = local;
     }
-    /* DGC's warm-up: a floor under the configured or adapted ratio, from a
-     * call position all ranks share. */
-    if (has_ratio() && cfg.warmup > 0 && rc == MPI_SUCCESS) {
+    /* The warm-up's floor under the adapted ratio. */
+    if (warming && adaptive && rc == MPI_SUCCESS) {
         const double warm = gcmpi_warmup_ratio(&st->warmup, count, used->ratio, cfg.warmup);
         if (warm > used->ratio) {
-            if (!adaptive) call = cfg;
             ctx.cfg = &call;
             used = &call.params;
             call.params.ratio = warm;

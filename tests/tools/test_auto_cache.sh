@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # GCMPI_AUTO_CACHE in unchanged jobs under LD_PRELOAD: with the default
-# (auto) the first job measures auto's calibration and rank 0 saves it
-# under $HOME/.cache/libgcmpi; the same job again reads it, checks it and
-# gives the same choice; GCMPI_AUTO_CACHE=off measures and writes nothing;
+# (auto) the first job measures auto's calibration and rank 0 saves it,
+# with the trial's outcome, under $HOME/.cache/libgcmpi; the same job
+# again reads them, checks the figures and settles on that outcome
+# without a trial; GCMPI_AUTO_CACHE=off measures and writes nothing;
 # a named directory is made and used; a damaged file is measured again.
 . "$(dirname "$0")/common.sh"
 
@@ -35,7 +36,12 @@ line=$(calibration second)
 echo "second: $line"
 [[ $line == *", cached (its check: "*", from ${files[0]}" ]] ||
   fail "the second job did not use the saved calibration: $line"
-[ -n "$(choice second)" ] || fail "no choice reported"
+first_choice=$(choice first)
+[ -n "$first_choice" ] || fail "no choice reported"
+grep -q "^settled 1$" "${files[0]}" || fail "the trial's outcome was not saved: $(tail -4 "${files[0]}")"
+grep -q "100000 floats -> .*, the last settled from the cache" "$WORK/second.err" ||
+  fail "the second job tried the size again: $(grep '100000 floats' "$WORK/second.err")"
+[ "$(choice second)" = "$first_choice" ] || fail "the second job settled otherwise: $(choice second)"
 
 job off off
 line=$(calibration off)
