@@ -124,25 +124,6 @@ size_t gcmpi_coll_momentum_floats(const gcmpi_config *cfg, size_t count)
     return cfg->momentum > 0.0 && residuals ? 2 * count : 0;
 }
 
-/* Under GCMPI_MOMENTUM every rank must return the same S_t - beta*m, so
- * the mirrors of m must agree: when any rank's state is new or was evicted
- * (a per-rank event), or lapsed in an exact call, every rank restarts its momentum, u and m, at 0 (the
- * sum is then of g + r alone and the optimizer's own momentum carries the
- * past). One int, MAX. */
-static int agree_momentum(gcmpi_coll_ctx *ctx, size_t count, gcmpi_ef_slot *ef)
-{
-    const int lapsed = ef && ef->momentum_lapsed && *ef->momentum_lapsed;
-    int lost = !(ef && ef->momentum) || ef->fresh || lapsed, any = 0;
-    double t0 = PMPI_Wtime();
-    int rc = PMPI_Allreduce(&lost, &any, 1, MPI_INT, MPI_MAX, ctx->comm);
-    ctx->stats->comm_s += PMPI_Wtime() - t0;
-    ctx->stats->bytes_sent += sizeof lost;
-    if (rc == MPI_SUCCESS && any && ef && ef->momentum)
-        memset(ef->momentum, 0, 2 * count * sizeof(float));
-    if (rc == MPI_SUCCESS && lapsed) *ef->momentum_lapsed = 0;
-    return rc;
-}
-
 /* Algorithms that hand MPI_SUM the gradient itself: nothing is dropped. */
 static int exact_algo(gcmpi_coll_ctx *ctx, gcmpi_algo algo, size_t count)
 {
@@ -183,13 +164,9 @@ int gcmpi_allreduce_compressed(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float
     const int exact = correct && exact_algo(ctx, algo, count);
     if (exact && ef && ef->momentum && ef->momentum_lapsed) *ef->momentum_lapsed = 1;
     if (rc == MPI_SUCCESS && correct && !exact)
-        rc = agree_momentum(ctx, count, ef); /* rc is the same on every rank */
-    if (rc == MPI_SUCCESS) {
-        if (!exact && ef && ef->momentum && count && gc_all_finite(in, count))
-            rc = gcmpi_coll_momentum_allreduce(ctx, algo, in, out, count, ef);
-        else
-            rc = gcmpi_coll_run(ctx, algo, in, out, count, ef);
-    }
+        rc = gcmpi_coll_momentum_allreduce(ctx, algo, in, out, count, ef);
+    else if (rc == MPI_SUCCESS)
+        rc = gcmpi_coll_run(ctx, algo, in, out, count, ef);
     if (rc == MPI_SUCCESS) gcmpi_auto_note(ctx, count, algo, PMPI_Wtime() - t0);
     ctx->stats = caller_stats;
     return rc;

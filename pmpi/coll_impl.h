@@ -175,8 +175,9 @@ static inline int gcmpi_coll_momentum_on(const gcmpi_config *cfg)
 int gcmpi_coll_dispatch(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in, float *out,
                         size_t count, gcmpi_ef_slot *ef);
 
-/* Transparent momentum correction around gcmpi_coll_dispatch
- * (coll_momentum.c); ef->momentum is set. */
+/* Transparent momentum correction around the lossy algorithm algo
+ * (coll_momentum.c): every rank under GCMPI_MOMENTUM calls it, with or
+ * without room for the state (ef or ef->momentum NULL). Collective. */
 int gcmpi_coll_momentum_allreduce(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in,
                                   float *out, size_t count, gcmpi_ef_slot *ef);
 
