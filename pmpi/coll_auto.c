@@ -18,7 +18,11 @@
  * and auto must not lose to native: per call size the model's pick, its
  * two runners-up and passthrough each run GCMPI_AUTO_TRIAL_CALLS calls, in
  * turn, and the fastest by its median call on the slowest rank is kept from
- * then on; a lossy one only when it beats passthrough by GCMPI_AUTO_MARGIN. */
+ * then on; a lossy one only when it beats passthrough by GCMPI_AUTO_MARGIN.
+ *
+ * A job run again finds both in GCMPI_AUTO_CACHE (auto_cache.h): the
+ * agreed figures, checked against one link figure measured again, and
+ * each size's settled trial, taken without trying it again. */
 #include "coll_impl.h"
 #include "auto_cache.h"
 #include "cost_model.h"
@@ -543,20 +547,22 @@ static int check_block(MPI_Comm comm, const double *f, double *cached, double *f
     int ok = a && b, all_ok = 0;
     int rc = PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
     *fresh = 0.0;
-    if (rc == MPI_SUCCESS && all_ok) *fresh = time_prim_n(PRIM_ALLREDUCE, comm, a, b, x, BIG_REPEATS);
+    if (rc == MPI_SUCCESS && all_ok)
+        *fresh = time_prim_n(PRIM_ALLREDUCE, comm, a, b, x, BIG_REPEATS);
     free(a), free(b);
     return rc;
 }
 
 /* One check of the cached figures f; *holds the same on every rank. */
 static int check_once(gcmpi_coll_ctx *ctx, const gcmpi_nodes *nodes, const double *f,
-                               double *cached, double *fresh, int *holds)
+                      double *cached, double *fresh, int *holds)
 {
     int rc;
     if (nodes->n_nodes > 1) {
         double t[2] = {0.0, 0.0};
         rc = MPI_SUCCESS;
-        if (nodes->leaders != MPI_COMM_NULL) rc = check_block(nodes->leaders, &f[B_AR1], &t[0], &t[1]);
+        if (nodes->leaders != MPI_COMM_NULL)
+            rc = check_block(nodes->leaders, &f[B_AR1], &t[0], &t[1]);
         /* Each leader hands its node the leaders' figures; a failed
          * check reads as 0, which never holds. */
         const int brc = PMPI_Bcast(t, 2, MPI_DOUBLE, 0, nodes->node);
@@ -580,9 +586,9 @@ static void save_cached(gcmpi_auto_model *m)
     m->cache_saved = gcmpi_auto_cache_save(m->cache, &m->cached, m->calibration_s) == 0 ? 1 : -1;
 }
 
-/* The check, and once more if it failed: one run of a few calls can be
- * slowed by the machine (4 ranks on 2 cores put a leaders' 4 MiB allreduce
- * at 2.3x its cached time once), a changed link fails both. */
+/* The check, and once more if it failed: three runs can be slowed by a
+ * passing load, which a second check is unlikely to meet again, where a
+ * changed link fails both. */
 static int cached_figures_hold(gcmpi_coll_ctx *ctx, const gcmpi_nodes *nodes, const double *f,
                                double *cached, double *fresh, int *holds)
 {

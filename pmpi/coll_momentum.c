@@ -83,8 +83,8 @@ int gcmpi_coll_momentum_allreduce(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const fl
     /* Who kept m: the lowest such rank (the donor), whether any rank did
      * not, whether any rank has no room for it. Started now and waited
      * for after the exchange, which hides its latency: as a blocking
-     * allreduce before the call it cost the emulated cluster's hier
-     * training a 4-byte allreduce of 8 ranks on 2 cores every step. */
+     * allreduce before the call it cost hier's training on the emulated
+     * 2 x 4 cluster 1.5-2 s of a 16 s epoch. */
     const int kept = mom && !ef->fresh;
     int mine[3] = {kept ? ctx->rank : INT_MAX, kept ? 0 : -1, mom ? 0 : -1}, agreed[3];
     MPI_Request req;

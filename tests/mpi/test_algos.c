@@ -1137,7 +1137,8 @@ static void test_auto_keeps_its_calibration_between_jobs(harness *h)
         memcpy(first, again, sizeof first); /* the model saved now */
     }
     CHECK(m && m->source == GCMPI_AUTO_CACHED, "the saved calibration was not used");
-    CHECK(m && m->check_fresh_s > 0 && m->check_cached_s > 0, "the cached figures were not checked");
+    CHECK(m && m->check_fresh_s > 0 && m->check_cached_s > 0,
+          "the cached figures were not checked");
     CHECK(memcmp(first, again, sizeof first) == 0, "the cached model predicts otherwise");
     int rc = MPI_SUCCESS;
     const gcmpi_algo picked = gcmpi_coll_pick(&h->ctx, n, &rc);
@@ -1153,7 +1154,8 @@ static void test_auto_keeps_its_calibration_between_jobs(harness *h)
     if (root) {
         CHECK(gcmpi_auto_cache_read_file(path, key, &file) == 0, "the file does not read back");
         for (int i = 0; i < GCMPI_AUTO_FIGURES; i++) file.figures[i] *= 1000.0;
-        CHECK(gcmpi_auto_cache_write_file(path, key, &file, 1.0) == 0, "could not rewrite the file");
+        CHECK(gcmpi_auto_cache_write_file(path, key, &file, 1.0) == 0,
+              "could not rewrite the file");
     }
     m = fresh_model(h, again);
     CHECK(m && m->source == GCMPI_AUTO_REMEASURED,
