@@ -9,13 +9,25 @@
 
 [ -f "${GCMPI_LIB:-}" ] || skip "libgcmpi.so not built"
 
+# The first two jobs run under valgrind where it is installed: the cache's
+# reading and writing, and GCMPI_MOMENTUM's agreement beside the exchange.
+vg=()
+supp=/usr/share/openmpi/openmpi-valgrind.supp
+if command -v valgrind >/dev/null && [ -f "$supp" ]; then
+  vg=(valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite
+      --show-leak-kinds=definite --suppressions="$(dirname "$0")/../mpi/valgrind.supp"
+      --suppressions="$supp")
+fi
+
 job() { # name [GCMPI_AUTO_CACHE value]
   local name=$1
-  local cache=()
+  local cache=() wrap=()
   [ $# -gt 1 ] && cache=(-x "GCMPI_AUTO_CACHE=$2")
+  [[ $name == first || $name == second ]] && wrap=("${vg[@]}")
   env -u GCMPI_AUTO_CACHE -u XDG_CACHE_HOME HOME="$WORK/home" \
     "$MPIRUN" -np 2 -x HOME -x LD_PRELOAD="$GCMPI_LIB" -x GCMPI_CODEC=topk -x GCMPI_ALGO=auto \
-    -x GCMPI_STATS=stderr -x GCMPI_VERBOSE=1 "${cache[@]}" "$PROBE" --count 100000 --iters 15 \
+    -x GCMPI_MOMENTUM=0.9 -x GCMPI_STATS=stderr -x GCMPI_VERBOSE=1 "${cache[@]}" \
+    "${wrap[@]}" "$PROBE" --count 100000 --iters 15 \
     >"$WORK/$name.out" 2>"$WORK/$name.err" || { cat "$WORK/$name.err" >&2; fail "$name: job failed"; }
 }
 calibration() { grep "auto's calibration on MPI_COMM_WORLD" "$WORK/$1.err" || true; }
