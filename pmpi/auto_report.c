@@ -54,31 +54,21 @@ static double mean_ms(const gcmpi_auto_choice *c)
     return c->calls ? 1e3 * c->measured_s / (double)c->calls : 0.0;
 }
 
-static const char *source_words(gcmpi_auto_source s)
-{
-    switch (s) {
-    case GCMPI_AUTO_CACHED: return "cached";
-    case GCMPI_AUTO_REMEASURED: return "measured again, the cached figures failing their check";
-    case GCMPI_AUTO_MEASURED: break;
-    }
-    return "measured";
-}
-
-static const char *source_name(gcmpi_auto_source s)
-{
-    switch (s) {
-    case GCMPI_AUTO_CACHED: return "cached";
-    case GCMPI_AUTO_REMEASURED: return "remeasured";
-    case GCMPI_AUTO_MEASURED: break;
-    }
-    return "measured";
-}
+/* Where a model came from: the JSON's word and the stderr report's. */
+static const struct {
+    const char *name, *words;
+} SOURCES[] = {
+    [GCMPI_AUTO_MEASURED] = {"measured", "measured"},
+    [GCMPI_AUTO_CACHED] = {"cached", "cached"},
+    [GCMPI_AUTO_REMEASURED] = {"remeasured",
+                               "measured again, the cached figures failing their check"},
+};
 
 void gcmpi_auto_report_print(FILE *f)
 {
     for (const retired *r = head; r; r = r->next) {
         fprintf(f, "libgcmpi: auto's calibration on %s (%d ranks, %d nodes): %.3f s, %s", r->comm,
-                r->p, r->n_nodes, r->calibration_s, source_words(r->source));
+                r->p, r->n_nodes, r->calibration_s, SOURCES[r->source].words);
         if (r->source != GCMPI_AUTO_MEASURED)
             fprintf(f, " (its check: %.3f ms cached, %.3f ms now)", 1e3 * r->check_cached_s,
                     1e3 * r->check_fresh_s);
@@ -159,7 +149,7 @@ void gcmpi_auto_report_models_json(FILE *f)
                 first ? "" : ",", r->comm, e->p, e->n_nodes, e->node_size, ai, 8e-9 * bi, aq,
                 1e-9 * bq, 1e-9 * gcmpi_lin_rate_of(e->encode),
                 1e-9 * gcmpi_lin_rate_of(e->decode), e->payload_ratio,
-                e->density, e->native_ratio, r->calibration_s, source_name(r->source));
+                e->density, e->native_ratio, r->calibration_s, SOURCES[r->source].name);
         if (r->cache_file[0]) gcmpi_json_string(f, r->cache_file);
         else fputs("null", f);
         fprintf(f, ", \"cache_saved\": %s}", r->cache_saved > 0 ? "true" : "false");
