@@ -81,7 +81,7 @@ int gcmpi_auto_cache_write_file(const char *path, const char *key, const gcmpi_a
     }
     /* A temporary name of this process, renamed over the file: a reader
      * sees the old file or the new one, never half of one. */
-    char tmp[GCMPI_AUTO_CACHE_PATH_LEN + 32];
+    char tmp[GCMPI_AUTO_CACHE_FILE_LEN + 32];
     snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
     FILE *f = fopen(tmp, "w");
     int rc = f ? 0 : -1;
@@ -216,7 +216,7 @@ static int cache_dir(const gcmpi_config *cfg, char *dir, size_t len)
  * XDG cache directory is. */
 static int make_dirs(const char *dir)
 {
-    char p[GCMPI_AUTO_CACHE_PATH_LEN];
+    char p[GCMPI_AUTO_CACHE_FILE_LEN];
     snprintf(p, sizeof p, "%s", dir);
     for (char *s = p + 1;; s++) {
         const int last = *s == '\0';

@@ -31,14 +31,13 @@
 #define GCMPI_AUTO_CACHE_TOLERANCE 2.0
 
 #define GCMPI_AUTO_CACHE_KEY_LEN 512
-#define GCMPI_AUTO_CACHE_PATH_LEN GCMPI_AUTO_CACHE_FILE_LEN
 
 /* Rank 0's view of a communicator's cache file; the other ranks keep
  * on = 0. */
 typedef struct gcmpi_auto_cache {
     int on;                                /* a directory to read and write */
-    char dir[GCMPI_AUTO_CACHE_PATH_LEN];
-    char path[GCMPI_AUTO_CACHE_PATH_LEN];  /* dir/auto-HASH.txt             */
+    char dir[GCMPI_AUTO_CACHE_FILE_LEN];
+    char path[GCMPI_AUTO_CACHE_FILE_LEN];  /* dir/auto-HASH.txt             */
     char key[GCMPI_AUTO_CACHE_KEY_LEN];
 } gcmpi_auto_cache;
 
