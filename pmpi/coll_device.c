@@ -355,57 +355,67 @@ static int run_kernels(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in, fl
                                         : allreduce_rsag(ctx, in, out, count, ef);
 }
 
-/* GCMPI_MOMENTUM: every rank restarts u and m at 0 when any rank's are new
- * or lapsed (coll_choose.c agree_momentum, on device memory). One int, MAX. */
-static int agree_momentum(gcmpi_coll_ctx *ctx, size_t count, gcmpi_ef_slot *ef)
+/* ---- GCMPI_MOMENTUM on device vectors: coll_momentum.c's agreement,
+ * with u, m and the sums in device memory and the GPU's kernels
+ * (bit for bit the host's loops, gpu_momentum.cu) --------------------------- */
+
+static int dev_status(size_t r) { return gc_is_error(r) ? MPI_ERR_OTHER : MPI_SUCCESS; }
+
+static int dev_finite(const float *g, size_t n, int *yes)
 {
     gcmpi_gpu_ctx *gc;
-    const gcmpi_gpu_table *g = gpu_of(&gc);
-    const int lapsed = ef && ef->momentum_lapsed && *ef->momentum_lapsed;
-    int lost = !(ef && ef->momentum) || ef->fresh || lapsed, any = 0;
-    const double t0 = PMPI_Wtime();
-    int rc = PMPI_Allreduce(&lost, &any, 1, MPI_INT, MPI_MAX, ctx->comm);
-    ctx->stats->comm_s += PMPI_Wtime() - t0;
-    ctx->stats->bytes_sent += sizeof lost;
-    if (rc == MPI_SUCCESS && any && ef && ef->momentum &&
-        gc_is_error(g->zero(gc, ef->momentum, 2 * count * sizeof(float))))
-        rc = MPI_ERR_OTHER;
-    if (rc == MPI_SUCCESS && lapsed) *ef->momentum_lapsed = 0;
+    const gcmpi_gpu_table *gpu = gpu_of(&gc);
+    const size_t r = gpu ? gpu->all_finite(gc, g, n) : GCMPI_GC_ERROR(GC_ERR_GENERIC);
+    *yes = r == 1;
+    return dev_status(r);
+}
+
+static int dev_accumulate(float *u, const float *g, size_t n, float beta)
+{
+    gcmpi_gpu_ctx *gc;
+    const gcmpi_gpu_table *gpu = gpu_of(&gc);
+    return dev_status(gpu ? gpu->momentum_accumulate(gc, u, g, n, beta)
+                          : GCMPI_GC_ERROR(GC_ERR_GENERIC));
+}
+
+static int dev_unfold(float *s, float *m, size_t n, float beta)
+{
+    gcmpi_gpu_ctx *gc;
+    const gcmpi_gpu_table *gpu = gpu_of(&gc);
+    return dev_status(gpu ? gpu->momentum_unfold(gc, s, m, n, beta)
+                          : GCMPI_GC_ERROR(GC_ERR_GENERIC));
+}
+
+static int dev_zero(float *x, size_t n)
+{
+    gcmpi_gpu_ctx *gc;
+    const gcmpi_gpu_table *gpu = gpu_of(&gc);
+    return dev_status(gpu ? gpu->zero(gc, x, n * sizeof(float)) : GCMPI_GC_ERROR(GC_ERR_GENERIC));
+}
+
+/* The donor's device vector to every rank through page-locked memory (the
+ * MPI library need not be CUDA-aware), in the pieces every rank uses. */
+static int dev_bcast(float *x, size_t n, int root, size_t piece, MPI_Comm comm)
+{
+    int me;
+    PMPI_Comm_rank(comm, &me);
+    float *host = x ? gcmpi_device_host_buffer(GCMPI_DEV_HOST_OUT, n * sizeof(float)) : NULL;
+    if (x && !host) return MPI_ERR_NO_MEM;
+    int rc = me == root && x ? gcmpi_device_copy(host, x, n * sizeof(float), 1) : MPI_SUCCESS;
+    if (rc == MPI_SUCCESS) rc = gcmpi_coll_momentum_bcast_host(host, n, root, piece, comm);
+    if (rc == MPI_SUCCESS && me != root && x) rc = gcmpi_device_copy(x, host, n * sizeof(float), 1);
     return rc;
 }
 
-/* coll_momentum.c on the GPU: u = beta*u + g, the kernels' collective on u
- * with the residual, then the sum unfolded against m. A gradient with inf
- * or NaN goes without residual or momentum (README "inf and NaN"). A local
- * GPU failure still takes part in the collective (on the bare gradient)
- * so no rank waits, and is returned after it. */
-static int momentum_on_device(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in, float *out,
-                              size_t count, gcmpi_ef_slot *ef)
-{
-    gcmpi_gpu_ctx *gc;
-    const gcmpi_gpu_table *g = gpu_of(&gc);
-    const float beta = (float)ctx->cfg->momentum;
-    gcmpi_ef_slot bare = *ef;
-    bare.residual = NULL;
-    bare.momentum = NULL;
-    double t0 = PMPI_Wtime();
-    const size_t finite = g->all_finite(gc, in, count);
-    size_t r = finite == 1 ? g->momentum_accumulate(gc, ef->momentum, in, count, beta) : finite;
-    ctx->stats->encode_s += PMPI_Wtime() - t0;
-    if (r != 0) { /* not finite, or a failure */
-        if (finite == 0) ctx->stats->nonfinite_in = 1;
-        const int rc = run_kernels(ctx, algo, in, out, count, &bare);
-        return gc_is_error(r) ? MPI_ERR_OTHER : rc;
-    }
-    gcmpi_ef_slot sub = *ef;
-    sub.momentum = NULL;
-    int rc = run_kernels(ctx, algo, ef->momentum, out, count, &sub);
-    if (rc != MPI_SUCCESS) return rc;
-    t0 = PMPI_Wtime();
-    r = g->momentum_unfold(gc, out, ef->momentum + count, count, beta);
-    ctx->stats->decode_s += PMPI_Wtime() - t0;
-    return gc_is_error(r) ? MPI_ERR_OTHER : MPI_SUCCESS;
-}
+static const gcmpi_momentum_ops device_ops = {
+    .finite = dev_finite,
+    .accumulate = dev_accumulate,
+    .run = run_kernels, /* the encode kernels send inf and NaN without state */
+    .run_finite = run_kernels,
+    .unfold = dev_unfold,
+    .zero = dev_zero,
+    .bcast = dev_bcast,
+};
 
 int gcmpi_device_allreduce_compressed(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in,
                                       float *out, size_t count, gcmpi_ef_slot *ef)
@@ -429,10 +439,9 @@ int gcmpi_device_allreduce_compressed(gcmpi_coll_ctx *ctx, gcmpi_algo algo, cons
     if (gcmpi_auto_in_trial(ctx, count)) rc = PMPI_Barrier(ctx->comm); /* as on the host */
     const double t0 = PMPI_Wtime();
     if (rc == MPI_SUCCESS && gcmpi_coll_momentum_floats(ctx->cfg, count))
-        rc = agree_momentum(ctx, count, ef);
-    if (rc == MPI_SUCCESS)
-        rc = ef && ef->momentum ? momentum_on_device(ctx, algo, in, out, count, ef)
-                                : run_kernels(ctx, algo, in, out, count, ef);
+        rc = gcmpi_coll_momentum_with(ctx, &device_ops, algo, in, out, count, ef);
+    else if (rc == MPI_SUCCESS)
+        rc = run_kernels(ctx, algo, in, out, count, ef);
     /* auto's trial times this path too (the host paths note their own). */
     if (rc == MPI_SUCCESS) gcmpi_auto_note(ctx, count, algo, PMPI_Wtime() - t0);
     ds->device_s += ctx->stats->encode_s + ctx->stats->decode_s;

@@ -181,6 +181,35 @@ int gcmpi_coll_dispatch(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in, f
 int gcmpi_coll_momentum_allreduce(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in,
                                   float *out, size_t count, gcmpi_ef_slot *ef);
 
+/* Where the correction's vectors live: host arrays (coll_momentum.c), or
+ * device arrays through the GPU kernels (coll_device.c). The agreement
+ * and its messages are the same for both, so a rank on device buffers and
+ * one on host buffers meet in one call. Each returns MPI_SUCCESS or an MPI
+ * error code, the error local to the rank. */
+typedef struct gcmpi_momentum_ops {
+    int (*finite)(const float *g, size_t n, int *yes);
+    int (*accumulate)(float *u, const float *g, size_t n, float beta); /* u = beta*u + g */
+    /* The algorithm on in, which may hold inf or NaN (sent without state). */
+    int (*run)(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in, float *out,
+               size_t count, gcmpi_ef_slot *ef);
+    /* The same on a vector known to be finite. */
+    int (*run_finite)(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in, float *out,
+                      size_t count, gcmpi_ef_slot *ef);
+    int (*unfold)(float *s, float *m, size_t n, float beta); /* gc_momentum_unfold */
+    int (*zero)(float *x, size_t n);
+    /* PMPI_Bcast of x[0..n) from root in pieces of piece floats; x NULL:
+     * received and dropped (piece is then at most GCMPI_MOMENTUM_SINK). */
+    int (*bcast)(float *x, size_t n, int root, size_t piece, MPI_Comm comm);
+} gcmpi_momentum_ops;
+enum { GCMPI_MOMENTUM_SINK = 16384 };
+
+/* gcmpi_coll_momentum_allreduce with the vectors where ops keeps them. */
+int gcmpi_coll_momentum_with(gcmpi_coll_ctx *ctx, const gcmpi_momentum_ops *ops,
+                             gcmpi_algo algo, const float *in, float *out, size_t count,
+                             gcmpi_ef_slot *ef);
+/* The host's bcast op (the device's stages through it). */
+int gcmpi_coll_momentum_bcast_host(float *x, size_t n, int root, size_t piece, MPI_Comm comm);
+
 /* Adds what the encoder measured (eg bits) to the call's statistics. */
 static inline void gcmpi_coll_note_encode(gcmpi_coll_ctx *ctx)
 {

@@ -9,8 +9,10 @@
  * an application loads CUDA; the program only touches it through that
  * library's copies. Checks, each on every rank:
  *   - float sums (sendbuf, then MPI_IN_PLACE three times on one buffer,
- *     REPEATS more in place (steady state: no result check), then a host
- *     sendbuf into a device recvbuf),
+ *     REPEATS more in place (steady state: no result check), twice more
+ *     with the last rank on another buffer (its state new, the others'
+ *     kept), once with odd ranks on host buffers, then a host sendbuf
+ *     into a device recvbuf),
  *     float allgathers (sendbuf and MPI_IN_PLACE): relative L2 error of
  *     the result against the exact one at most BOUND (0: bit-exact), and
  *     every rank holds the same bytes;
@@ -151,6 +153,60 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < n; i++) host[i] = value(rank, i, 3);
         put(d_in, host, n * sizeof(float));
         MPI_Allreduce(MPI_IN_PLACE, d_in, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    }
+
+    /* ---- one rank's buffer moves (a framework reallocated it): that
+     * rank's state is new, the others' kept; under GCMPI_MOMENTUM it takes
+     * the result and m of a rank that kept them, as on host buffers ---- */
+    float *d_alt = dev_alloc(n * sizeof(float)), *h_alt = malloc(n * sizeof(float));
+    for (int call = 6; call < 8; call++) {
+        const int moved = rank == size - 1;
+        for (size_t i = 0; i < n; i++) {
+            host[i] = value(rank, i, call);
+            want[i] = 0.0f;
+            for (int r = 0; r < size; r++) want[i] += value(r, i, call);
+        }
+        float *dev = moved ? d_alt : d_in, *twin = moved ? h_alt : h_in;
+        put(dev, host, n * sizeof(float));
+        MPI_Allreduce(MPI_IN_PLACE, dev, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        get(got, dev, n * sizeof(float));
+        if (same) {
+            memcpy(twin, host, n * sizeof(float));
+            MPI_Allreduce(MPI_IN_PLACE, twin, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+            if (memcmp(got, twin, n * sizeof(float)) != 0)
+                fail("allreduce, one rank's buffer moved: device result differs from the host one",
+                     1, 0);
+        }
+        close_enough("allreduce, one rank's buffer moved", got, want, n, bound);
+        same_on_all_ranks("allreduce, one rank's buffer moved: ranks differ", got,
+                          n * sizeof(float));
+    }
+    api.dealloc(ctx, d_alt);
+    free(h_alt);
+
+    /* ---- one call, even ranks on device buffers and odd ranks on host
+     * buffers: the same messages either way (GCMPI_MOMENTUM's agreement
+     * too), so they meet ---- */
+    {
+        for (size_t i = 0; i < n; i++) {
+            host[i] = value(rank, i, 8);
+            want[i] = 0.0f;
+            for (int r = 0; r < size; r++) want[i] += value(r, i, 8);
+        }
+        float *mixed = malloc(n * sizeof(float));
+        memcpy(mixed, host, n * sizeof(float));
+        if (rank % 2 == 0) {
+            put(d_in, host, n * sizeof(float));
+            MPI_Allreduce(MPI_IN_PLACE, d_in, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+            get(got, d_in, n * sizeof(float));
+        } else {
+            MPI_Allreduce(MPI_IN_PLACE, mixed, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+            memcpy(got, mixed, n * sizeof(float));
+        }
+        close_enough("allreduce, device and host ranks in one call", got, want, n, bound);
+        same_on_all_ranks("allreduce, device and host ranks in one call: ranks differ", got,
+                          n * sizeof(float));
+        free(mixed);
     }
 
     /* ---- a host send buffer into a device receive buffer ---- */
