@@ -3,18 +3,22 @@
 # cudaMalloc'd buffers from libgcmpi_gpu.so) with libgcmpi preloaded:
 # allreduce and allgather on device buffers, in place, compressed by the
 # GPU kernels (none with each algorithm, fp16, int8, sign) and on the host
-# (topk), byte-equal to the same calls on host buffers; int, double, MAX
-# and small calls staged, exact. Writes $OUT/step2-*.log and summary lines.
+# (topk), byte-equal to the same calls on host buffers, GCMPI_MOMENTUM
+# included (u and m on the device; one rank's buffer moved; a call with
+# odd ranks on host buffers); int, double, MAX and small calls staged,
+# exact. Writes $OUT/step2-*.log and summary lines.
 . "$(dirname "$0")/common.sh"
 prog=$BUILD/tests/gpu/device/mpi_device
 status=0
-one() { # label bound codec algo
-    log=$OUT/step2-$1.log
-    if run2 "$log" GCMPI_GPU_LIB="$LIBGPU" GCMPI_CODEC="$3" GCMPI_ALGO="$4" GCMPI_RATIO=0.25 \
-        GCMPI_STATS="$OUT/step2-$1.json" -- "$prog" "$1" "$2" same; then
-        summary step2 PASS "$1: $(grep -h 'all checks passed' "$log" | head -n1)"
+one() { # label bound codec algo [VAR=value ...]
+    label=$1 bound=$2 codec=$3 algo=$4
+    shift 4
+    log=$OUT/step2-$label.log
+    if run2 "$log" GCMPI_GPU_LIB="$LIBGPU" GCMPI_CODEC="$codec" GCMPI_ALGO="$algo" GCMPI_RATIO=0.25 \
+        GCMPI_STATS="$OUT/step2-$label.json" "$@" -- "$prog" "$label" "$bound" same; then
+        summary step2 PASS "$label: $(grep -h 'all checks passed' "$log" | head -n1)"
     else
-        summary step2 FAIL "$1 (see step2-$1.log)"
+        summary step2 FAIL "$label (see step2-$label.log)"
         status=1
     fi
 }
@@ -30,4 +34,6 @@ one fp16 0.002 fp16 auto
 one int8 0.05 int8 rsag
 one sign 0.95 sign allgather
 one topk 2 topk allgather
+one momentum-topk 10 topk allgather GCMPI_MOMENTUM=0.9
+one momentum-int8 10 int8 rsag GCMPI_MOMENTUM=0.9
 exit $status
