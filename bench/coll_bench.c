@@ -61,6 +61,7 @@ typedef struct options {
     size_t bucket;
     int reps, warmup, ef, json;
     int allgather_op; /* --op allgather */
+    int interleave;   /* --interleave */
 } options;
 
 static int world_rank, world_size;
@@ -89,6 +90,8 @@ static void usage(FILE *f)
             "  --rank R         powersgd rank (default 4)\n"
             "  --reps N         timed calls per case (default 5)\n"
             "  --warmup N       untimed calls before them (default 2)\n"
+            "  --interleave     time the algorithms of a size and codec in rounds (one call\n"
+            "                   of each per round) instead of one after another\n"
             "  --no-ef          without error feedback\n"
             "  --json           one JSON array instead of tables\n");
 }
@@ -188,6 +191,7 @@ static int parse_options(options *o, int argc, char **argv)
         } else if (strcmp(a, "--json") == 0) o->json = 1, takes = 0;
         else if (strcmp(a, "--no-ef") == 0) o->ef = 0, takes = 0;
         else if (strcmp(a, "--predict") == 0) o->predict = 1, takes = 0;
+        else if (strcmp(a, "--interleave") == 0) o->interleave = 1, takes = 0;
         else if (!v) ok = fail("%s needs a value", a);
         else if (strcmp(a, "--sizes") == 0) ok = each_token(v, add_size, o);
         else if (strcmp(a, "--max-size") == 0)
@@ -281,69 +285,112 @@ typedef struct result {
     char error[MPI_MAX_ERROR_STRING + 64];
 } result;
 
-/* One codec and algorithm at one size, each timed call paired with a
- * native PMPI_Allreduce on the same buffer right before it, so both see the
- * same load on a shared machine. Every rank takes the same path: failures
- * are agreed by the algorithms, and checked here with a MAX. */
-static void time_case(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in, float *out,
-                      const float *exact, size_t n, const options *o, result *res)
+/* One codec and algorithm at one size being timed: its configuration,
+ * residuals and samples. Each timed call is paired with a native
+ * PMPI_Allreduce (PMPI_Allgather) on the same buffer right before it, so
+ * both see the same load on a shared machine. Every rank takes the same
+ * path: failures are agreed by the algorithms, and checked here with a
+ * MAX. */
+enum { MAX_REPS = 1024 };
+typedef struct timed_case {
+    gcmpi_config cfg;
+    gcmpi_algo algo;     /* what the timed calls run (auto resolved) */
+    gcmpi_ef_slot ef;
+    double t[MAX_REPS], tn[MAX_REPS], enc, dec, comm, sent;
+    int calls, rc;
+    char label[32];
+    result res;
+} timed_case;
+
+static void case_open(timed_case *tc, gcmpi_coll_ctx *ctx, size_t n, const options *o)
 {
-    /* --op allgather: the compressed MPI_Allgather (a residual, no more)
-     * against PMPI_Allgather; out and exact hold p blocks. */
+    ctx->cfg = &tc->cfg;
+    size_t server = 0, state = 0;
+    if (!o->allgather_op) gcmpi_coll_slot_sizes(&tc->cfg, tc->algo, n, ctx->size, &server, &state);
+    memset(&tc->ef, 0, sizeof tc->ef);
+    if (o->ef) {
+        tc->ef.residual = calloc(n, sizeof(float));
+        tc->ef.server = server ? calloc(server, sizeof(float)) : NULL;
+        tc->ef.state = state ? calloc(state, sizeof(float)) : NULL;
+        tc->ef.fresh = 1;
+    }
+    tc->enc = tc->dec = tc->comm = tc->sent = 0;
+    tc->calls = 0;
+    tc->rc = MPI_SUCCESS;
+}
+
+/* One paired call (the first o->warmup are not recorded). */
+static void case_call(timed_case *tc, gcmpi_coll_ctx *ctx, const float *in, float *out,
+                      const float *exact, size_t n, const options *o)
+{
+    if (tc->rc != MPI_SUCCESS || tc->res.error[0]) return;
+    ctx->cfg = &tc->cfg;
     const int gather = o->allgather_op;
     const size_t total = gather ? n * (size_t)ctx->size : n;
-    size_t server = 0, state = 0;
-    if (!gather) gcmpi_coll_slot_sizes(ctx->cfg, algo, n, ctx->size, &server, &state);
-    gcmpi_ef_slot ef = {0};
-    if (o->ef) {
-        ef.residual = calloc(n, sizeof(float));
-        ef.server = server ? calloc(server, sizeof(float)) : NULL;
-        ef.state = state ? calloc(state, sizeof(float)) : NULL;
-        ef.fresh = 1;
-    }
-    enum { MAX_REPS = 1024 };
-    double t[MAX_REPS], tn[MAX_REPS], enc = 0, dec = 0, comm = 0, sent = 0;
-    const int reps = o->reps < MAX_REPS ? o->reps : MAX_REPS;
-    int rc = MPI_SUCCESS;
-    for (int i = 0; i < o->warmup + reps && rc == MPI_SUCCESS; i++) {
-        PMPI_Barrier(ctx->comm);
-        double t0 = PMPI_Wtime();
-        if (gather) PMPI_Allgather(in, (int)n, MPI_FLOAT, out, (int)n, MPI_FLOAT, ctx->comm);
-        else PMPI_Allreduce(in, out, (int)n, MPI_FLOAT, MPI_SUM, ctx->comm);
-        const double dn = PMPI_Wtime() - t0;
-        PMPI_Barrier(ctx->comm);
-        t0 = PMPI_Wtime();
-        rc = gather ? gcmpi_allgather_compressed(ctx, in, out, n, o->ef ? &ef : NULL)
-                    : gcmpi_allreduce_compressed(ctx, algo, in, out, n, o->ef ? &ef : NULL);
-        const double dt = PMPI_Wtime() - t0;
-        int any;
-        PMPI_Allreduce(&rc, &any, 1, MPI_INT, MPI_MAX, ctx->comm);
-        if (any != MPI_SUCCESS) rc = any;
-        ctx->call_seed = gcmpi_coll_mix(ctx->call_seed);
-        ef.fresh = 0;
-        if (rc != MPI_SUCCESS) break;
-        if (i == 0) res->rel_err = rel_error(exact, out, total);
-        if (i < o->warmup) continue;
-        t[i - o->warmup] = max_over_ranks(dt, ctx->comm);
-        tn[i - o->warmup] = max_over_ranks(dn, ctx->comm);
-        enc += ctx->stats->encode_s, dec += ctx->stats->decode_s, comm += ctx->stats->comm_s;
-        sent += (double)ctx->stats->bytes_sent;
-    }
-    if (rc != MPI_SUCCESS) {
+    gcmpi_ef_slot *ef = o->ef ? &tc->ef : NULL;
+    const int i = tc->calls++;
+    PMPI_Barrier(ctx->comm);
+    double t0 = PMPI_Wtime();
+    if (gather) PMPI_Allgather(in, (int)n, MPI_FLOAT, out, (int)n, MPI_FLOAT, ctx->comm);
+    else PMPI_Allreduce(in, out, (int)n, MPI_FLOAT, MPI_SUM, ctx->comm);
+    const double dn = PMPI_Wtime() - t0;
+    PMPI_Barrier(ctx->comm);
+    t0 = PMPI_Wtime();
+    int rc = gather ? gcmpi_allgather_compressed(ctx, in, out, n, ef)
+                    : gcmpi_allreduce_compressed(ctx, tc->algo, in, out, n, ef);
+    const double dt = PMPI_Wtime() - t0;
+    int any;
+    PMPI_Allreduce(&rc, &any, 1, MPI_INT, MPI_MAX, ctx->comm);
+    tc->rc = any;
+    ctx->call_seed = gcmpi_coll_mix(ctx->call_seed);
+    tc->ef.fresh = 0;
+    if (tc->rc != MPI_SUCCESS) return;
+    if (i == 0) tc->res.rel_err = rel_error(exact, out, total);
+    if (i < o->warmup) return;
+    tc->t[i - o->warmup] = max_over_ranks(dt, ctx->comm);
+    tc->tn[i - o->warmup] = max_over_ranks(dn, ctx->comm);
+    tc->enc += ctx->stats->encode_s, tc->dec += ctx->stats->decode_s;
+    tc->comm += ctx->stats->comm_s;
+    tc->sent += (double)ctx->stats->bytes_sent;
+}
+
+/* The case's figures into tc->res; frees its residuals. */
+static void case_close(timed_case *tc, gcmpi_coll_ctx *ctx, const options *o)
+{
+    result *res = &tc->res;
+    const int reps = tc->calls - o->warmup;
+    if (res->error[0]) {
+        /* refused before any call */
+    } else if (tc->rc != MPI_SUCCESS) {
         char msg[MPI_MAX_ERROR_STRING];
         int len = 0;
-        PMPI_Error_string(rc, msg, &len);
+        PMPI_Error_string(tc->rc, msg, &len);
         snprintf(res->error, sizeof res->error, "%s", msg);
-    } else {
-        res->ms = 1e3 * median(t, reps);
-        res->native_ms = 1e3 * median(tn, reps);
-        res->enc_ms = 1e3 * max_over_ranks(enc / reps, ctx->comm);
-        res->dec_ms = 1e3 * max_over_ranks(dec / reps, ctx->comm);
-        res->comm_ms = 1e3 * max_over_ranks(comm / reps, ctx->comm);
-        res->sent = mean_over_ranks(sent / reps, ctx->comm);
+    } else if (reps > 0) {
+        res->ms = 1e3 * median(tc->t, reps);
+        res->native_ms = 1e3 * median(tc->tn, reps);
+        res->enc_ms = 1e3 * max_over_ranks(tc->enc / reps, ctx->comm);
+        res->dec_ms = 1e3 * max_over_ranks(tc->dec / reps, ctx->comm);
+        res->comm_ms = 1e3 * max_over_ranks(tc->comm / reps, ctx->comm);
+        res->sent = mean_over_ranks(tc->sent / reps, ctx->comm);
         res->offered = (double)ctx->stats->bytes_offered;
     }
-    free(ef.residual), free(ef.server), free(ef.state);
+    free(tc->ef.residual), free(tc->ef.server), free(tc->ef.state);
+    memset(&tc->ef, 0, sizeof tc->ef);
+}
+
+static int case_total_calls(const options *o)
+{
+    return o->warmup + (o->reps < MAX_REPS ? o->reps : MAX_REPS);
+}
+
+/* Every call of one case in a row. */
+static void time_case(timed_case *tc, gcmpi_coll_ctx *ctx, const float *in, float *out,
+                      const float *exact, size_t n, const options *o)
+{
+    case_open(tc, ctx, n, o);
+    for (int i = 0; i < case_total_calls(o); i++) case_call(tc, ctx, in, out, exact, n, o);
+    case_close(tc, ctx, o);
 }
 
 /* ---- output ---------------------------------------------------------------- */
@@ -422,24 +469,86 @@ static void configure(gcmpi_config *cfg, const options *o, const gc_codec *codec
 
 /* One row of --op allgather: flat (allgather) or node by node (hier,
  * auto); other algorithms do not apply to MPI_Allgather. */
-static void run_allgather_op(const options *o, gcmpi_coll_ctx *ctx, gcmpi_config *cfg,
-                             const gc_codec *codec, gcmpi_algo algo, gcmpi_coll_cache *cache,
-                             const float *in, float *out, const float *exact, size_t n,
-                             size_t bytes, int *first_json)
+static void run_allgather_op(const options *o, gcmpi_coll_ctx *ctx, const gc_codec *codec,
+                             gcmpi_algo algo, gcmpi_coll_cache *cache, const float *in,
+                             float *out, const float *exact, size_t n, size_t bytes,
+                             int *first_json)
 {
     if (algo != GCMPI_ALGO_ALLGATHER && algo != GCMPI_ALGO_HIER && algo != GCMPI_ALGO_AUTO)
         return;
-    configure(cfg, o, codec, algo);
+    timed_case *tc = calloc(1, sizeof *tc);
+    if (!tc) MPI_Abort(MPI_COMM_WORLD, 1);
+    configure(&tc->cfg, o, codec, algo);
+    ctx->cfg = &tc->cfg;
     ctx->cache = cache;
-    result r = {.algo = algo, .predicted_ms = NAN};
+    tc->algo = algo;
+    tc->res = (result){.algo = algo, .predicted_ms = NAN};
     char msg[256];
-    if (gc_is_error(gc_params_check(cfg->codec, &cfg->params, msg, sizeof msg)))
-        snprintf(r.error, sizeof r.error, "%s", msg);
+    if (gc_is_error(gc_params_check(tc->cfg.codec, &tc->cfg.params, msg, sizeof msg)))
+        snprintf(tc->res.error, sizeof tc->res.error, "%s", msg);
     else
-        time_case(ctx, algo, in, out, exact, n, o, &r);
-    if (world_rank == 0) print_row(gc_codec_name(codec), algo_name(algo), &r, *first_json, bytes, o->json);
+        time_case(tc, ctx, in, out, exact, n, o);
+    if (world_rank == 0)
+        print_row(gc_codec_name(codec), algo_name(algo), &tc->res, *first_json, bytes, o->json);
     *first_json = 0;
     fflush(stdout);
+    free(tc);
+}
+
+/* Prints the agreed figures behind every prediction of a codec, once. */
+static void print_model(const gcmpi_auto_model *model, const gc_codec *codec)
+{
+    const gcmpi_cost_env *e = &model->env;
+    fprintf(stderr,
+            "gcmpi-coll-bench: model %s: %d ranks, %d nodes of <= %d; encode "
+            "%.3g GB/s, decode %.3g GB/s, payload %.4g of the input; allreduce "
+            "of 16 MiB %.3g ms, allgather of 1 MiB blocks %.3g ms, in a node "
+            "(16 MiB) %.3g ms\n",
+            gc_codec_name(codec), e->p, e->n_nodes, e->node_size,
+            1e-9 * gcmpi_lin_rate_of(e->encode), 1e-9 * gcmpi_lin_rate_of(e->decode),
+            e->payload_ratio, 1e3 * gcmpi_lin_at(e->flat.allreduce, 16 << 20),
+            1e3 * gcmpi_lin_at(e->flat.allgather, 1 << 20),
+            1e3 * gcmpi_lin_at(e->node_allreduce, 16 << 20));
+}
+
+/* Readies the allreduce case of codec and algorithm at n floats: auto
+ * measures its model on the first call for a codec, then tries its
+ * candidates on the first calls of a size, and the timed calls run what it
+ * settles on. 0 when the case does not apply (an algorithm the codec
+ * lacks). */
+static int case_prepare(timed_case *tc, gcmpi_coll_ctx *ctx, const options *o,
+                        const gc_codec *codec, gcmpi_algo algo, gcmpi_coll_cache *cache,
+                        int *printed_model, const float *in, float *out, size_t n)
+{
+    configure(&tc->cfg, o, codec, algo);
+    ctx->cfg = &tc->cfg;
+    ctx->cache = cache;
+    int pick_rc = MPI_SUCCESS;
+    if (tc->cfg.algo == GCMPI_ALGO_AUTO) pick_rc = settle_auto(ctx, in, out, n);
+    const gcmpi_algo run = pick_rc == MPI_SUCCESS ? gcmpi_coll_pick(ctx, n, &pick_rc)
+                                                  : GCMPI_ALGO_PASS;
+    if (pick_rc != MPI_SUCCESS || !gcmpi_coll_supports(tc->cfg.codec, run)) return 0;
+    tc->algo = run;
+    tc->res = (result){.algo = run, .predicted_ms = NAN};
+    gcmpi_auto_model *model = cache->model;
+    if (!model && o->predict) {
+        tc->cfg.algo = GCMPI_ALGO_AUTO;
+        if (gcmpi_auto_model_of(ctx, &model) != MPI_SUCCESS) model = NULL;
+        tc->cfg.algo = algo;
+    }
+    if (model && !*printed_model && world_rank == 0) print_model(model, codec);
+    if (model) *printed_model = 1;
+    if (model)
+        tc->res.predicted_ms = 1e3 * gcmpi_cost_predict(&model->env, run, model->inner,
+                                                        (double)n * sizeof(float));
+    /* The timed calls run the resolved algorithm. */
+    if (tc->cfg.algo == GCMPI_ALGO_AUTO || tc->cfg.algo == GCMPI_ALGO_RULE) tc->cfg.algo = run;
+    char msg[256];
+    if (gc_is_error(gc_params_check(tc->cfg.codec, &tc->cfg.params, msg, sizeof msg)))
+        snprintf(tc->res.error, sizeof tc->res.error, "%s", msg);
+    snprintf(tc->label, sizeof tc->label, "%s%s", algo == GCMPI_ALGO_AUTO ? "auto:" : "",
+             algo_name(run));
+    return 1;
 }
 
 int main(int argc, char **argv)
@@ -475,6 +584,8 @@ int main(int argc, char **argv)
     ctx.rank = world_rank, ctx.size = world_size;
 
     int first_json = 1, printed_model[MAX_LIST] = {0};
+    timed_case *cases = calloc((size_t)o.n_algos, sizeof *cases);
+    if (!cases) MPI_Abort(MPI_COMM_WORLD, 1);
     if (o.json && world_rank == 0) printf("[");
     for (int s = 0; s < o.n_sizes; s++) {
         const size_t n = o.sizes[s] / sizeof(float);
@@ -489,67 +600,51 @@ int main(int argc, char **argv)
         else
             PMPI_Allreduce(in, exact, (int)n, MPI_FLOAT, MPI_SUM, ctx.comm);
         if (!o.json && world_rank == 0) print_header(o.sizes[s]);
-        for (int c = 0; c < o.n_codecs; c++)
+        for (int c = 0; c < o.n_codecs; c++) {
+            if (o.allgather_op) {
+                for (int a = 0; a < o.n_algos; a++)
+                    run_allgather_op(&o, &ctx, o.codecs[c], o.algos[a], &caches[c], in, out,
+                                     exact, n, o.sizes[s], &first_json);
+                continue;
+            }
+            /* Cases one after another, or (--interleave) every case's
+             * calls in rounds, so each sees the same drift of the
+             * machine's load: auto's row runs its pick's code, and two
+             * timings of one algorithm far apart differed by up to 1.6x
+             * on this 2-core machine. */
+            int k = 0;
             for (int a = 0; a < o.n_algos; a++) {
-                if (o.allgather_op) {
-                    run_allgather_op(&o, &ctx, &cfg, o.codecs[c], o.algos[a], &caches[c], in,
-                                     out, exact, n, o.sizes[s], &first_json);
+                timed_case *tc = &cases[k];
+                memset(tc, 0, sizeof *tc);
+                if (!case_prepare(tc, &ctx, &o, o.codecs[c], o.algos[a], &caches[c],
+                                  &printed_model[c], in, out, n))
+                    continue;
+                if (o.interleave) {
+                    k++;
                     continue;
                 }
-                configure(&cfg, &o, o.codecs[c], o.algos[a]);
-                ctx.cache = &caches[c];
-                /* auto measures its model on the first call for a codec,
-                 * then tries its candidates on the first calls of a size:
-                 * the timed calls run what it settles on. */
-                int pick_rc = MPI_SUCCESS;
-                if (cfg.algo == GCMPI_ALGO_AUTO) pick_rc = settle_auto(&ctx, in, out, n);
-                const gcmpi_algo run = pick_rc == MPI_SUCCESS ? gcmpi_coll_pick(&ctx, n, &pick_rc)
-                                                              : GCMPI_ALGO_PASS;
-                if (pick_rc != MPI_SUCCESS || !gcmpi_coll_supports(cfg.codec, run)) continue;
-                result r = {.algo = run, .predicted_ms = NAN};
-                gcmpi_auto_model *model = caches[c].model;
-                if (!model && o.predict) {
-                    cfg.algo = GCMPI_ALGO_AUTO;
-                    if (gcmpi_auto_model_of(&ctx, &model) != MPI_SUCCESS) model = NULL;
-                    cfg.algo = o.algos[a];
-                }
-                if (model && !printed_model[c]++ && world_rank == 0) {
-                    /* The agreed figures behind every prediction of this codec. */
-                    const gcmpi_cost_env *e = &model->env;
-                    fprintf(stderr,
-                            "gcmpi-coll-bench: model %s: %d ranks, %d nodes of <= %d; encode "
-                            "%.3g GB/s, decode %.3g GB/s, payload %.4g of the input; allreduce "
-                            "of 16 MiB %.3g ms, allgather of 1 MiB blocks %.3g ms, in a node "
-                            "(16 MiB) %.3g ms\n",
-                            gc_codec_name(cfg.codec), e->p, e->n_nodes, e->node_size,
-                            1e-9 * gcmpi_lin_rate_of(e->encode),
-                            1e-9 * gcmpi_lin_rate_of(e->decode),
-                            e->payload_ratio, 1e3 * gcmpi_lin_at(e->flat.allreduce, 16 << 20),
-                            1e3 * gcmpi_lin_at(e->flat.allgather, 1 << 20),
-                            1e3 * gcmpi_lin_at(e->node_allreduce, 16 << 20));
-                }
-                if (model)
-                    r.predicted_ms = 1e3 * gcmpi_cost_predict(&model->env, run, model->inner,
-                                                              (double)n * sizeof(float));
-                /* The timed calls run the resolved algorithm. */
-                if (cfg.algo == GCMPI_ALGO_AUTO || cfg.algo == GCMPI_ALGO_RULE) cfg.algo = run;
-                char msg[256];
-                if (gc_is_error(gc_params_check(cfg.codec, &cfg.params, msg, sizeof msg)))
-                    snprintf(r.error, sizeof r.error, "%s", msg);
-                else
-                    time_case(&ctx, run, in, out, exact, n, &o, &r);
-                char algo_label[32];
-                snprintf(algo_label, sizeof algo_label, "%s%s",
-                         o.algos[a] == GCMPI_ALGO_AUTO ? "auto:" : "", algo_name(run));
-                if (world_rank == 0) print_row(gc_codec_name(cfg.codec), algo_label, &r, first_json,
-                                               o.sizes[s], o.json);
+                time_case(tc, &ctx, in, out, exact, n, &o);
+                if (world_rank == 0) print_row(gc_codec_name(tc->cfg.codec), tc->label, &tc->res,
+                                               first_json, o.sizes[s], o.json);
                 first_json = 0;
                 fflush(stdout);
             }
+            for (int j = 0; j < k; j++) case_open(&cases[j], &ctx, n, &o);
+            for (int i = 0; i < case_total_calls(&o); i++)
+                for (int j = 0; j < k; j++) case_call(&cases[j], &ctx, in, out, exact, n, &o);
+            for (int j = 0; j < k; j++) {
+                case_close(&cases[j], &ctx, &o);
+                if (world_rank == 0) print_row(gc_codec_name(cases[j].cfg.codec), cases[j].label,
+                                               &cases[j].res, first_json, o.sizes[s], o.json);
+                first_json = 0;
+                fflush(stdout);
+            }
+        }
     }
     if (o.json && world_rank == 0) printf("\n]\n");
 
     for (int c = 0; c < o.n_codecs; c++) gcmpi_coll_cache_free(&caches[c]);
+    free(cases);
     gc_workspace_free(ctx.ws);
     gcmpi_scratch_free(&scratch);
     PMPI_Comm_free(&ctx.comm);

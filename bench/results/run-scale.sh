@@ -12,6 +12,9 @@
 #   SIZES  64K,1M,16M,64M       (the range is 64K..64M)
 #   CODECS int8,sign,topk       (topk at --ratio 0.01)
 #   REPS   3
+#   INTERLEAVE 1                1: the algorithms of a size and codec timed
+#                               in rounds (gcmpi-coll-bench --interleave), so
+#                               the machine's drift hits them alike
 #   CLUSTER 1                   also the 2 nodes x 4 ranks run at 1 Gbit/s,
 #                               64 MiB (bench/netem --nodes 2)
 # Writes OUT_DIR/LINK-npP.json (gcmpi-coll-bench --json), cluster.json and
@@ -25,6 +28,7 @@ RANKS=${RANKS:-"2 4 8"}
 SIZES=${SIZES:-64K,1M,16M,64M}
 CODECS=${CODECS:-int8,sign,topk}
 REPS=${REPS:-3}
+INTERLEAVE=${INTERLEAVE:-1}
 CLUSTER=${CLUSTER:-1}
 mkdir -p "$out"
 ninja -C "$BUILD" >/dev/null
@@ -38,6 +42,7 @@ for link in $LINKS; do
   for np in $RANKS; do
     cmd=(mpirun -np "$np" "$BENCH" --sizes "$SIZES" --codec "$CODECS" --ratio 0.01
          --algo "$algos" --predict --json --reps "$REPS" --warmup 1)
+    [ "$INTERLEAVE" = 1 ] && cmd+=(--interleave)
     # Behind one shaped loopback every rank is a host of its own (a node
     # of one): else hier's shared window would go around the link.
     [ "$link" = shm ] || cmd=(bench/netem "$link" -- "${cmd[@]}" --node-size 1)
@@ -51,6 +56,7 @@ if [ "$CLUSTER" = 1 ]; then
   cmd=(bench/netem --nodes 2 1gbit -- mpirun -np 8 "$BENCH" --sizes 64M --codec topk,int8
        --ratio 0.01 --algo auto,passthrough,allgather,rsag,hier --predict --json --reps "$REPS"
        --warmup 1)
+  [ "$INTERLEAVE" = 1 ] && cmd+=(--interleave)
   echo "${cmd[*]} > cluster.json" >>"$out/commands"
   echo "run-scale: 2 emulated nodes x 4 ranks, 1gbit" >&2
   "${cmd[@]}" >"$out/cluster.json"

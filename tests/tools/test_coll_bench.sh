@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# gcmpi-coll-bench, one case after another and --interleave (every case of
+# a size and codec timed in rounds): the same rows, none with an error,
+# auto's row running one of the forced algorithms, and the same first-call
+# error per row in both modes (each case keeps residuals of its own; a
+# residual shared between interleaved cases would change it). codec none
+# is exact.
+source "$(dirname "$0")/common.sh"
+[ -n "${COLL_BENCH:-}" ] || skip "gcmpi-coll-bench not built"
+
+args=(--sizes 64K,256K --codec none,topk --ratio 0.05 --algo auto,passthrough,allgather,rsag
+      --reps 3 --warmup 1 --json)
+GCMPI_AUTO_CACHE=off "$MPIRUN" -np 2 "$COLL_BENCH" "${args[@]}" >"$WORK/seq.json" 2>"$WORK/seq.err" \
+  || { cat "$WORK/seq.err" >&2; fail "gcmpi-coll-bench failed"; }
+GCMPI_AUTO_CACHE=off "$MPIRUN" -np 2 "$COLL_BENCH" "${args[@]}" --interleave >"$WORK/int.json" \
+  2>"$WORK/int.err" || { cat "$WORK/int.err" >&2; fail "gcmpi-coll-bench --interleave failed"; }
+
+python3 - "$WORK/seq.json" "$WORK/int.json" <<'PY'
+import json, sys
+def rows(path):
+    out = {}
+    for r in json.load(open(path)):
+        if r.get("error"):
+            sys.exit(f"FAIL: {path}: {r}")
+        algo = r["algo"].split(":", 1)
+        out[(r["size_bytes"], r["codec"], "auto" if len(algo) == 2 else algo[0])] = r
+    return out
+seq, inter = rows(sys.argv[1]), rows(sys.argv[2])
+want = {(s, c, a) for s in (65536, 262144) for c in ("none", "topk")
+        for a in ("auto", "passthrough", "allgather", "rsag")}
+for name, got in (("one after another", seq), ("interleaved", inter)):
+    if set(got) != want:
+        sys.exit(f"FAIL: {name}: rows {sorted(set(got) ^ want)} missing or extra")
+    for (s, c, a), r in got.items():
+        if a == "auto" and r["algo"].split(":")[1] not in ("passthrough", "allgather", "rsag", "hier", "native", "sparse_rd"):
+            sys.exit(f"FAIL: {name}: auto ran {r['algo']}")
+        if not (r["compressed_ms"] > 0 and r["native_ms"] > 0):
+            sys.exit(f"FAIL: {name}: no time in {r}")
+        if c == "none" and r["rel_error"] > 1e-6:
+            sys.exit(f"FAIL: {name}: codec none not exact: {r}")
+for k in want:
+    a, b = seq[k]["rel_error"], inter[k]["rel_error"]
+    if k[2] != "auto" and abs(a - b) > 1e-9 * max(1.0, abs(a)):
+        sys.exit(f"FAIL: {k}: first-call error {a} one after another, {b} interleaved")
+print("ok: 16 rows in each mode, same first-call errors")
+PY
