@@ -99,6 +99,66 @@ int gcmpi_stage_allgather(gcmpi_stage *s, const void *sendbuf, int64_t sendcount
     return stage(s, sendbuf, &ssp, recvbuf, &rsp);
 }
 
+int gcmpi_stage_peers(MPI_Comm comm, int *n)
+{
+    int inter = 0;
+    int rc = PMPI_Comm_test_inter(comm, &inter);
+    if (rc != MPI_SUCCESS) return rc;
+    return inter ? PMPI_Comm_remote_size(comm, n) : PMPI_Comm_size(comm, n);
+}
+
+int gcmpi_stage_bcast(gcmpi_stage *s, void *buf, int64_t count, MPI_Datatype type, int root,
+                      MPI_Comm comm)
+{
+    memset(s, 0, sizeof *s);
+    s->send = s->recv = s->user_recv = buf;
+    span sp;
+    int inter = 0, rank = 0;
+    int rc = span_of(type, count, &sp);
+    if (rc == MPI_SUCCESS) rc = PMPI_Comm_test_inter(comm, &inter);
+    if (rc == MPI_SUCCESS) rc = PMPI_Comm_rank(comm, &rank);
+    if (rc != MPI_SUCCESS) return rc;
+    gcmpi_device_stats *ds = gcmpi_device_stats_mut();
+    if (gcmpi_device_cuda_aware()) {
+        ds->passed++;
+        return MPI_SUCCESS;
+    }
+    ds->staged++;
+    if (!is_device(buf)) return MPI_SUCCESS;
+    const int sends = inter ? root == MPI_ROOT : rank == root;
+    const int receives = inter ? root >= 0 : rank != root;
+    /* A receiver's type with holes: the span is fetched so they keep their bytes. */
+    s->recv = host_copy(GCMPI_DEV_HOST_OUT, buf, &sp, sends || (receives && !sp.contiguous), &rc);
+    if (!s->recv) return rc;
+    s->send = s->recv;
+    if (receives) {
+        s->host_recv = (char *)s->recv + sp.lb;
+        s->recv_lb = sp.lb;
+        s->recv_span = sp.bytes;
+    }
+    return MPI_SUCCESS;
+}
+
+int gcmpi_stage_allgatherv(gcmpi_stage *s, const void *sendbuf, int64_t sendcount,
+                           MPI_Datatype sendtype, void *recvbuf, int64_t lo, int64_t hi,
+                           int64_t total, MPI_Datatype recvtype)
+{
+    span ssp = {0, 0, 1}, rsp = {0, 0, 1};
+    int rc = MPI_SUCCESS;
+    if (sendbuf != MPI_IN_PLACE) rc = span_of(sendtype, sendcount, &ssp);
+    if (rc == MPI_SUCCESS && hi > lo) {
+        MPI_Aint lb, extent;
+        rc = span_of(recvtype, hi - lo, &rsp);
+        if (rc == MPI_SUCCESS) rc = PMPI_Type_get_extent(recvtype, &lb, &extent);
+        if (rc != MPI_SUCCESS) return rc;
+        rsp.lb += (ptrdiff_t)(lo * extent);
+        /* Gaps between the blocks keep their bytes, as holes do. */
+        rsp.contiguous = rsp.contiguous && total == hi - lo;
+    }
+    if (rc != MPI_SUCCESS) return rc;
+    return stage(s, sendbuf, &ssp, recvbuf, &rsp);
+}
+
 int gcmpi_stage_finish(gcmpi_stage *s, int rc)
 {
     if (rc != MPI_SUCCESS || !s->host_recv || s->recv_span == 0) return rc;

@@ -4,9 +4,11 @@
  * PMPI_* on those, and copies the result back. With a CUDA-aware MPI
  * (GCMPI_CUDA_AWARE, device.h) the pointers are handed over untouched.
  *
- * Only the collectives the shim intercepts are staged: MPI_Allreduce and
- * MPI_Allgather (and their MPI-4 _c forms). Every other MPI function still
- * receives the application's device pointers as they are.
+ * Staged: MPI_Allreduce and MPI_Allgather (the calls the shim compresses),
+ * and MPI_Bcast and MPI_Allgatherv, which data-parallel jobs call on the
+ * same tensors (a broadcast of the initial weights; Horovod's allgather);
+ * each with its MPI-4 _c form. Every other MPI function still receives the
+ * application's device pointers as they are.
  *
  * Use: begin, call PMPI_* with the pointers in the stage, end. Callers hold
  * the device lock. */
@@ -34,6 +36,19 @@ int gcmpi_stage_allreduce(gcmpi_stage *s, const void *sendbuf, void *recvbuf, in
 int gcmpi_stage_allgather(gcmpi_stage *s, const void *sendbuf, int64_t sendcount,
                           MPI_Datatype sendtype, void *recvbuf, int64_t recvcount,
                           MPI_Datatype recvtype, MPI_Comm comm);
+/* MPI_Bcast: buf is the root's send buffer and every other rank's receive
+ * buffer (intercommunicators: root is MPI_ROOT, MPI_PROC_NULL or a rank of
+ * the remote group). PMPI_Bcast gets s->recv. */
+int gcmpi_stage_bcast(gcmpi_stage *s, void *buf, int64_t count, MPI_Datatype type, int root,
+                      MPI_Comm comm);
+/* MPI_Allgatherv: the blocks received lie in elements [lo, hi) of recvbuf
+ * (recvtype extents), total elements in all (hi - lo when they tile it). */
+int gcmpi_stage_allgatherv(gcmpi_stage *s, const void *sendbuf, int64_t sendcount,
+                           MPI_Datatype sendtype, void *recvbuf, int64_t lo, int64_t hi,
+                           int64_t total, MPI_Datatype recvtype);
+/* The size of the group whose blocks a rank of comm receives (the remote
+ * group of an intercommunicator). */
+int gcmpi_stage_peers(MPI_Comm comm, int *n);
 /* After PMPI_* returned rc: copies the result back (when rc is
  * MPI_SUCCESS) and returns rc or the copy's error. */
 int gcmpi_stage_finish(gcmpi_stage *s, int rc);

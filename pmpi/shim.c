@@ -637,9 +637,67 @@ static int staged_result(gcmpi_stage *sg, int mpi, MPI_Comm comm, const char *wh
         return allgather_run(st, comm, sendbuf, recvbuf, (size_t)recvcount, 0);          \
     }
 
+/* MPI_Bcast and MPI_Allgatherv are never compressed: they are intercepted
+ * only so that device buffers reach an MPI that is not CUDA-aware through
+ * host memory (device_stage.h); a host-only job pays the one check of
+ * gcmpi_device_any. */
+#define GCMPI_BCAST_WRAPPER(NAME, REAL, COUNT_T)                                          \
+    GCMPI_EXPORT int NAME(void *buffer, COUNT_T count, MPI_Datatype datatype, int root,  \
+                          MPI_Comm comm)                                                 \
+    {                                                                                    \
+        if (!intercepting() || !gcmpi_device_any(buffer, NULL))                          \
+            return REAL(buffer, count, datatype, root, comm);                            \
+        device_call_begin();                                                             \
+        gcmpi_stage sg;                                                                  \
+        inside = 1;                                                                      \
+        int rc = gcmpi_stage_bcast(&sg, buffer, (int64_t)count, datatype, root, comm);   \
+        if (rc != MPI_SUCCESS) rc = staging_failed(comm, "MPI_Bcast", rc);               \
+        else rc = staged_result(&sg, REAL(sg.recv, count, datatype, root, comm), comm,   \
+                                "MPI_Bcast");                                            \
+        inside = 0;                                                                      \
+        return device_call_end(rc);                                                      \
+    }
+
+#define GCMPI_ALLGATHERV_WRAPPER(NAME, REAL, COUNT_T, DISPL_T)                            \
+    GCMPI_EXPORT int NAME(const void *sendbuf, COUNT_T sendcount, MPI_Datatype sendtype, \
+                          void *recvbuf, const COUNT_T recvcounts[],                     \
+                          const DISPL_T displs[], MPI_Datatype recvtype, MPI_Comm comm)  \
+    {                                                                                    \
+        if (!intercepting() || !gcmpi_device_any(sendbuf, recvbuf))                      \
+            return REAL(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,       \
+                        recvtype, comm);                                                 \
+        device_call_begin();                                                             \
+        gcmpi_stage sg;                                                                  \
+        inside = 1;                                                                      \
+        int peers = 0;                                                                   \
+        int rc = gcmpi_stage_peers(comm, &peers);                                        \
+        int64_t lo = INT64_MAX, hi = INT64_MIN, total = 0;                               \
+        for (int r = 0; rc == MPI_SUCCESS && r < peers; r++) {                           \
+            if (recvcounts[r] <= 0) continue;                                            \
+            const int64_t d = (int64_t)displs[r], c = (int64_t)recvcounts[r];            \
+            lo = d < lo ? d : lo;                                                        \
+            hi = d + c > hi ? d + c : hi;                                                \
+            total += c;                                                                  \
+        }                                                                                \
+        if (total == 0) lo = hi = 0;                                                     \
+        if (rc == MPI_SUCCESS)                                                           \
+            rc = gcmpi_stage_allgatherv(&sg, sendbuf, (int64_t)sendcount, sendtype,      \
+                                        recvbuf, lo, hi, total, recvtype);               \
+        if (rc != MPI_SUCCESS) rc = staging_failed(comm, "MPI_Allgatherv", rc);          \
+        else rc = staged_result(&sg, REAL(sg.send, sendcount, sendtype, sg.recv,         \
+                                          recvcounts, displs, recvtype, comm),           \
+                                comm, "MPI_Allgatherv");                                 \
+        inside = 0;                                                                      \
+        return device_call_end(rc);                                                      \
+    }
+
 GCMPI_ALLREDUCE_WRAPPER(MPI_Allreduce, PMPI_Allreduce, int)
 GCMPI_ALLGATHER_WRAPPER(MPI_Allgather, PMPI_Allgather, int)
+GCMPI_BCAST_WRAPPER(MPI_Bcast, PMPI_Bcast, int)
+GCMPI_ALLGATHERV_WRAPPER(MPI_Allgatherv, PMPI_Allgatherv, int, int)
 #ifdef GCMPI_HAVE_LARGE_COUNT
 GCMPI_ALLREDUCE_WRAPPER(MPI_Allreduce_c, PMPI_Allreduce_c, MPI_Count)
 GCMPI_ALLGATHER_WRAPPER(MPI_Allgather_c, PMPI_Allgather_c, MPI_Count)
+GCMPI_BCAST_WRAPPER(MPI_Bcast_c, PMPI_Bcast_c, MPI_Count)
+GCMPI_ALLGATHERV_WRAPPER(MPI_Allgatherv_c, PMPI_Allgatherv_c, MPI_Count, MPI_Aint)
 #endif

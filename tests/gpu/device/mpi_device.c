@@ -20,7 +20,11 @@
  *     for byte, the same call made on host buffers (the GPU kernels write
  *     the CPU codecs' payloads and residuals; deterministic codecs only);
  *   - calls no codec may touch, exact: int and double sums, a float
- *     MPI_MAX, a float sum of 16 elements, an int allgather.
+ *     MPI_MAX, a float sum of 16 elements, an int allgather;
+ *   - calls the shim only stages: MPI_Bcast (contiguous, and a strided
+ *     type whose holes keep their bytes) and MPI_Allgatherv (blocks of
+ *     different sizes with gaps between them that keep their bytes; in
+ *     place too).
  * MODE is a label for the messages. Exit status 0 when all hold. */
 #include <dlfcn.h>
 #include <math.h>
@@ -304,6 +308,75 @@ int main(int argc, char **argv)
     for (int r = 0; r < size && r < 64; r++)
         if (all[4 * r] != r || all[4 * r + 1] != 10 * r || all[4 * r + 2] != -r || all[4 * r + 3] != 7)
             fail("int allgather", all[4 * r], r);
+
+    /* ---- MPI_Bcast and MPI_Allgatherv: never compressed, staged ---- */
+    {
+        /* The initial weights from the last rank, whole and through a
+         * strided type (every other float): the holes keep their bytes. */
+        const int root = size - 1;
+        for (size_t i = 0; i < n; i++) host[i] = rank == root ? value(root, i, 15) : -1.0f;
+        put(d_in, host, n * sizeof(float));
+        MPI_Bcast(d_in, (int)n, MPI_FLOAT, root, MPI_COMM_WORLD);
+        get(got, d_in, n * sizeof(float));
+        for (size_t i = 0; i < n; i++)
+            if (got[i] != value(root, i, 15)) {
+                fail("bcast", got[i], value(root, i, 15));
+                break;
+            }
+        MPI_Datatype every_other;
+        MPI_Type_vector((int)(n / 2), 1, 2, MPI_FLOAT, &every_other);
+        MPI_Type_commit(&every_other);
+        for (size_t i = 0; i < n; i++) host[i] = rank == 0 ? value(0, i, 16) : -2.0f;
+        put(d_in, host, n * sizeof(float));
+        MPI_Bcast(d_in, 1, every_other, 0, MPI_COMM_WORLD);
+        get(got, d_in, n * sizeof(float));
+        for (size_t i = 0; i < n; i++) {
+            const float w = rank == 0 || i % 2 == 0 ? value(0, i, 16) : -2.0f;
+            if (got[i] != w) {
+                fail("bcast of a strided type", got[i], w);
+                break;
+            }
+        }
+        MPI_Type_free(&every_other);
+
+        /* Rank r gives r + 1 blocks of 64 floats at displacement
+         * (r + 1) * r / 2 * 64 + 64 * r: one 64-float gap before each
+         * block but the first, which keeps its bytes. Then in place. */
+        size_t total = 0;
+        int counts[64], displs[64];
+        for (int r = 0; r < size && r < 64; r++) {
+            counts[r] = 64 * (r + 1);
+            displs[r] = (int)total + 64 * r;
+            total += (size_t)counts[r];
+        }
+        const size_t span = total + 64 * (size_t)(size - 1);
+        if (span <= n * (size_t)size) {
+            for (int in_place = 0; in_place < 2; in_place++) {
+                for (size_t i = 0; i < span; i++) got[i] = -3.0f;
+                for (int i = 0; i < counts[rank]; i++)
+                    got[displs[rank] + i] = value(rank, (size_t)i, 17);
+                put(d_all, got, span * sizeof(float));
+                for (int i = 0; i < counts[rank]; i++) host[i] = value(rank, (size_t)i, 17);
+                put(d_in, host, (size_t)counts[rank] * sizeof(float));
+                if (in_place)
+                    MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, d_all, counts, displs,
+                                   MPI_FLOAT, MPI_COMM_WORLD);
+                else
+                    MPI_Allgatherv(d_in, counts[rank], MPI_FLOAT, d_all, counts, displs,
+                                   MPI_FLOAT, MPI_COMM_WORLD);
+                get(got, d_all, span * sizeof(float));
+                for (int r = 0, bad = 0; r < size && !bad; r++) {
+                    const size_t gap = r ? (size_t)displs[r] - 64 : 0;
+                    for (size_t i = gap; r && i < (size_t)displs[r] && !bad; i++)
+                        if (got[i] != -3.0f) bad = 1, fail("allgatherv: a gap changed", got[i], -3.0f);
+                    for (int i = 0; i < counts[r] && !bad; i++)
+                        if (got[displs[r] + i] != value(r, (size_t)i, 17))
+                            bad = 1, fail(in_place ? "allgatherv in place" : "allgatherv",
+                                          got[displs[r] + i], value(r, (size_t)i, 17));
+                }
+            }
+        }
+    }
 
     api.dealloc(ctx, d_in);
     api.dealloc(ctx, d_out);
