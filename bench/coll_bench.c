@@ -91,7 +91,8 @@ static void usage(FILE *f)
             "  --reps N         timed calls per case (default 5)\n"
             "  --warmup N       untimed calls before them (default 2)\n"
             "  --interleave     time the algorithms of a size and codec in rounds (one call\n"
-            "                   of each per round) instead of one after another\n"
+            "                   of each per round, each round starting one later) instead\n"
+            "                   of one after another\n"
             "  --no-ef          without error feedback\n"
             "  --json           one JSON array instead of tables\n");
 }
@@ -445,7 +446,18 @@ static int settle_auto(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t 
         const gcmpi_auto_choice *c = NULL;
         for (int i = 0; m && i < m->n_choices; i++)
             if (m->choices[i].count == n) c = &m->choices[i];
-        if (!c || c->settled) return MPI_SUCCESS;
+        if (c && c->settled) {
+            /* The trial's figures beside the rows: why auto settled there. */
+            if (world_rank == 0 && c->n_trial > 1 && !c->from_cache) {
+                fprintf(stderr, "gcmpi-coll-bench: auto %s, %zu floats: trial", gc_codec_name(ctx->cfg->codec), n);
+                for (int t = 0; t < c->n_trial; t++)
+                    fprintf(stderr, "%s %s %.3f ms", t ? "," : "", algo_name(c->trial[t]),
+                            1e3 * c->trial_median_s[t]);
+                fprintf(stderr, " -> %s\n", algo_name(c->algo));
+            }
+            return MPI_SUCCESS;
+        }
+        if (!c) return MPI_SUCCESS;
     }
     return MPI_SUCCESS;
 }
@@ -630,8 +642,13 @@ int main(int argc, char **argv)
                 fflush(stdout);
             }
             for (int j = 0; j < k; j++) case_open(&cases[j], &ctx, n, &o);
+            /* Each round starts one case later: the first case of a round
+             * follows the last one's traffic (over a shaped link the auto
+             * row, first in every round, took 2x its own forced row at
+             * 64 KiB), and rotating spreads that over all of them. */
             for (int i = 0; i < case_total_calls(&o); i++)
-                for (int j = 0; j < k; j++) case_call(&cases[j], &ctx, in, out, exact, n, &o);
+                for (int jj = 0; jj < k; jj++)
+                    case_call(&cases[(jj + i) % k], &ctx, in, out, exact, n, &o);
             for (int j = 0; j < k; j++) {
                 case_close(&cases[j], &ctx, &o);
                 if (world_rank == 0) print_row(gc_codec_name(cases[j].cfg.codec), cases[j].label,

@@ -49,6 +49,13 @@ void gcmpi_auto_report_retire(const char *comm, const gcmpi_auto_model *m)
     pthread_mutex_unlock(&lock);
 }
 
+/* Candidates whose trial ran to its end in this job (none for a size
+ * settled from the cache or by the model alone). */
+static int tried(const gcmpi_auto_choice *c)
+{
+    return c->settled && !c->from_cache && c->n_trial > 1 ? c->n_trial : 0;
+}
+
 static double mean_ms(const gcmpi_auto_choice *c)
 {
     return c->calls ? 1e3 * c->measured_s / (double)c->calls : 0.0;
@@ -82,11 +89,15 @@ void gcmpi_auto_report_print(FILE *f)
             const gcmpi_auto_choice *c = &r->choices[i];
             fprintf(f,
                     "libgcmpi: auto %s (%d ranks, %d nodes): %zu floats -> %s (model: %s, "
-                    "predicted %.3f ms), measured %.3f ms over %llu calls; %d trials%s\n",
+                    "predicted %.3f ms), measured %.3f ms over %llu calls; %d trials%s",
                     r->comm, r->p, r->n_nodes, c->count, gcmpi_algo_name(c->algo),
                     gcmpi_algo_name(c->model), 1e3 * c->predicted_s, mean_ms(c),
                     (unsigned long long)c->calls, 1 + c->retrials,
                     c->from_cache ? ", the last settled from the cache" : "");
+            for (int t = 0; t < tried(c); t++)
+                fprintf(f, "%s %s %.3f ms", t ? "," : " (median calls:", gcmpi_algo_name(c->trial[t]),
+                        1e3 * c->trial_median_s[t]);
+            fputs(tried(c) ? ")\n" : "\n", f);
         }
     }
 }
@@ -101,12 +112,16 @@ void gcmpi_auto_report_json(FILE *f)
                     "%s\n    {\"comm\": \"%s\", \"collective\": \"allreduce\", \"ranks\": %d, "
                     "\"nodes\": %d, \"count\": %zu, \"algo\": \"%s\", \"model\": \"%s\", "
                     "\"predicted_s\": %.6g, \"measured_s\": %.6g, \"calls\": %llu, "
-                    "\"trials\": %d, \"from_cache\": %s}",
+                    "\"trials\": %d, \"from_cache\": %s, \"trial\": [",
                     first ? "" : ",", r->comm, r->p, r->n_nodes, c->count,
                     gcmpi_algo_name(c->algo), gcmpi_algo_name(c->model), c->predicted_s,
                     c->calls ? c->measured_s / (double)c->calls : 0.0,
                     (unsigned long long)c->calls, 1 + c->retrials,
                     c->from_cache ? "true" : "false");
+            for (int t = 0; t < tried(c); t++)
+                fprintf(f, "%s{\"algo\": \"%s\", \"median_s\": %.6g}", t ? ", " : "",
+                        gcmpi_algo_name(c->trial[t]), c->trial_median_s[t]);
+            fputs("]}", f);
             first = 0;
         }
     if (!first) fprintf(f, "\n  ");

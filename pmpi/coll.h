@@ -174,6 +174,8 @@ typedef struct gcmpi_auto_choice {
     int trial_calls[GCMPI_AUTO_TRIALS];
     double trial_s[GCMPI_AUTO_TRIALS][GCMPI_AUTO_TRIAL_CALLS]; /* this rank's
                                                                   call times */
+    double trial_median_s[GCMPI_AUTO_TRIALS]; /* each candidate's median call,
+                                                 the slowest rank's (agreed) */
     double ratio;          /* sparse codecs: the kept fraction of the
                               latest trial's calls (0: not known)        */
     int retrials;          /* trials started again since the first      */

@@ -789,6 +789,7 @@ static int settle(gcmpi_coll_ctx *ctx, gcmpi_auto_choice *c)
     int rc = PMPI_Allreduce(mine, agreed, c->n_trial, MPI_DOUBLE, MPI_MAX, ctx->comm);
     if (ctx->stats) ctx->stats->comm_s += PMPI_Wtime() - t0;
     if (rc != MPI_SUCCESS) return rc;
+    memcpy(c->trial_median_s, agreed, (size_t)c->n_trial * sizeof agreed[0]);
     /* The fastest compressed candidate, kept only when it beats passing
      * through by the margin: a gain inside the noise of a few calls is
      * not worth the codec's error, and a wrong call there loses to native. */

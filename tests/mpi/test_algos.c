@@ -1234,6 +1234,14 @@ static void test_auto_trial_settles_on_the_measured_fastest(harness *h)
     if (h->ctx.size > 1 && c->n_trial > 1)
         CHECK(c->algo == c->trial[last], "settled on %s, want %s", gcmpi_algo_name(c->algo),
               gcmpi_algo_name(c->trial[last]));
+    /* The report's trial figures: each candidate's median, the slowest rank's. */
+    for (int i = 0; i < c->n_trial && c->n_trial > 1; i++) {
+        const double want = h->ctx.size == 1 ? (i == 0 ? 1e-3 : 2e-3)
+                            : i == last      ? (i == 0 ? 1e-3 : 2e-3)
+                                             : 5e-3;
+        CHECK(c->trial_median_s[i] == want, "candidate %d's agreed median %g, want %g", i,
+              c->trial_median_s[i], want);
+    }
     CHECK(gcmpi_coll_pick(&h->ctx, n, &rc) == c->algo, "a settled size keeps its choice");
     gcmpi_coll_cache_free(&h->cache);
     use_node_size(h, 0);
