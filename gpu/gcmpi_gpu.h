@@ -151,6 +151,32 @@ GCMPI_GPU_API size_t gcmpi_gpu_momentum_accumulate(gcmpi_gpu_ctx *ctx, float *u,
 GCMPI_GPU_API size_t gcmpi_gpu_momentum_unfold(gcmpi_gpu_ctx *ctx, float *s, float *m, size_t n,
                                                float beta);
 
+/* ---- the native algorithm's int8 (pmpi/coll_native.c, gpu_native.cu) ----
+ * Integer levels the MPI library sums itself: per bucket the maxima agreed
+ * by MPI_MAX, levels in [-L, L] summed by MPI_SUM, bit for bit the host
+ * loops, so device and host ranks meet in one call. g, r and out are device
+ * memory, top and q host memory (page-locked for full-speed copies); nb =
+ * ceil(n / bucket) maxima, q holds n levels of elem = 1, 2 or 4 bytes,
+ * 1 <= L <= 127. Each returns 0 or an error, after its wait. */
+
+/* top[b] = max |v| over bucket b, +inf when it holds inf or NaN; v = g, or
+ * g + r stored into r (r NULL: no error feedback). */
+GCMPI_GPU_API size_t gcmpi_gpu_native_int8_max(gcmpi_gpu_ctx *ctx, const float *g, float *r,
+                                               size_t n, size_t bucket, float *top);
+/* q[i] = round(v L / top[b]) (nearest, ties to even) clamped to [-L, L],
+ * v = r (as left by _max) or g; r -= q top[b] / L. A bucket whose top is 0
+ * sends zeros; one whose top is not finite sends zeros and drops its
+ * residual. */
+GCMPI_GPU_API size_t gcmpi_gpu_native_int8_quantise(gcmpi_gpu_ctx *ctx, const float *g, float *r,
+                                                    size_t n, size_t bucket, const float *top,
+                                                    float levels, size_t elem, void *q);
+/* out[i] = q[i] top[b] / L (the summed levels), NaN where top[b] is not
+ * finite. */
+GCMPI_GPU_API size_t gcmpi_gpu_native_int8_dequantise(gcmpi_gpu_ctx *ctx, const void *q,
+                                                      size_t elem, size_t n, size_t bucket,
+                                                      const float *top, float levels,
+                                                      float *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -8,10 +8,11 @@
  * zeroed device output in rank order, so every rank ends bit-identical.
  * The host never reads or writes device memory.
  *
- * Where the GPU library has no kernels (a codec it does not support, a
- * zstd stage, DGC momentum inside the encode (GCMPI_EF_MOMENTUM), hier,
- * sparse_rd, or the native algorithm, whose MPI-summed form is built on
- * the host), the call is compressed on the host instead: the
+ * The native algorithm's none and int8 run on the device too
+ * (coll_device_native.c). Where the GPU library has no kernels (a codec it
+ * does not support, a zstd stage, DGC momentum inside the encode
+ * (GCMPI_EF_MOMENTUM), hier, sparse_rd, native randk and powersgd), the
+ * call is compressed on the host instead: the
  * vector and the slot's device state are copied to page-locked buffers,
  * the host algorithm runs, and output and state are copied back. The
  * statistics count the two kinds apart (device.h). */
@@ -29,6 +30,8 @@ static const gcmpi_gpu_table *gpu_of(gcmpi_gpu_ctx **ctx)
 int gcmpi_device_has_kernels(const gcmpi_config *cfg, gcmpi_algo algo)
 {
     const gcmpi_gpu_table *g = gcmpi_device_gpu();
+    if (g && algo == GCMPI_ALGO_NATIVE)
+        return gcmpi_device_native_supports(cfg->codec) && !gcmpi_coll_momentum_on(cfg);
     return g && (algo == GCMPI_ALGO_ALLGATHER || algo == GCMPI_ALGO_RSAG) &&
            g->supports(cfg->codec) && cfg->params.zstd_level == 0 &&
            !gcmpi_coll_momentum_on(cfg) &&
@@ -347,12 +350,50 @@ static int both_on_device(const void *a, const void *b)
     return g && g->is_device_pointer(a) && g->is_device_pointer(b);
 }
 
-/* The kernels' collective (allgather or rsag) on device buffers. */
+static int dev_finite(const float *g, size_t n, int *yes);
+
+/* The kernels' collective (allgather, rsag or native) on device buffers;
+ * finite: the caller knows in holds no inf or NaN. The encode kernels
+ * send such a gradient without touching the residual (gcmpi_gpu_encode);
+ * native's levels are made after the residual is added, so, as
+ * gcmpi_coll_run does on the host, a gradient with inf or NaN goes
+ * without its residual. */
+static int run_kernels_as(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in, float *out,
+                          size_t count, gcmpi_ef_slot *ef, int finite)
+{
+    if (algo != GCMPI_ALGO_NATIVE)
+        return algo == GCMPI_ALGO_ALLGATHER ? allreduce_allgather(ctx, in, out, count, ef)
+                                            : allreduce_rsag(ctx, in, out, count, ef);
+    gcmpi_ef_slot bare;
+    int local = MPI_SUCCESS;
+    if (!finite && ef && ef->residual) {
+        const double t0 = PMPI_Wtime();
+        int yes = 0;
+        local = dev_finite(in, count, &yes);
+        ctx->stats->encode_s += PMPI_Wtime() - t0;
+        /* A failed check still takes part, leaving the residual alone. */
+        if (local != MPI_SUCCESS || !yes) {
+            bare = *ef;
+            bare.residual = NULL;
+            bare.momentum = NULL;
+            if (local == MPI_SUCCESS) ctx->stats->nonfinite_in = 1;
+            ef = &bare;
+        }
+    }
+    const int rc = gcmpi_device_allreduce_native(ctx, in, out, count, ef);
+    return local != MPI_SUCCESS ? local : rc;
+}
+
 static int run_kernels(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in, float *out,
                        size_t count, gcmpi_ef_slot *ef)
 {
-    return algo == GCMPI_ALGO_ALLGATHER ? allreduce_allgather(ctx, in, out, count, ef)
-                                        : allreduce_rsag(ctx, in, out, count, ef);
+    return run_kernels_as(ctx, algo, in, out, count, ef, 0);
+}
+
+static int run_kernels_finite(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in, float *out,
+                              size_t count, gcmpi_ef_slot *ef)
+{
+    return run_kernels_as(ctx, algo, in, out, count, ef, 1);
 }
 
 /* ---- GCMPI_MOMENTUM on device vectors: coll_momentum.c's agreement,
@@ -410,8 +451,8 @@ static int dev_bcast(float *x, size_t n, int root, size_t piece, MPI_Comm comm)
 static const gcmpi_momentum_ops device_ops = {
     .finite = dev_finite,
     .accumulate = dev_accumulate,
-    .run = run_kernels, /* the encode kernels send inf and NaN without state */
-    .run_finite = run_kernels,
+    .run = run_kernels,
+    .run_finite = run_kernels_finite,
     .unfold = dev_unfold,
     .zero = dev_zero,
     .bcast = dev_bcast,

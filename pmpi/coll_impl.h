@@ -45,6 +45,21 @@ int gcmpi_allreduce_native(gcmpi_coll_ctx *ctx, const float *in, float *out, siz
                            gcmpi_ef_slot *ef);
 int gcmpi_allreduce_hier(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t count,
                          gcmpi_ef_slot *ef);
+
+/* coll_native.c's pieces that its device twin (coll_device_native.c)
+ * shares, so host and device ranks send the same messages:
+ * PMPI_Allreduce over any count (pieces of at most INT_MAX elements; send
+ * NULL: in place on recv), timed and counted in ctx->stats; and the wire
+ * of native int8 at p ranks (the integer type MPI sums, its size, and the
+ * levels L that p summed values cannot overflow). */
+int gcmpi_native_allreduce_big(gcmpi_coll_ctx *ctx, const void *send, void *recv, size_t count,
+                               MPI_Datatype type, size_t elem, MPI_Op op);
+typedef struct gcmpi_int_wire {
+    MPI_Datatype type;
+    size_t elem;  /* bytes per level */
+    float levels; /* L: values map to integers in [-L, L] */
+} gcmpi_int_wire;
+gcmpi_int_wire gcmpi_native_int_wire(int p);
 /* 1 when hier runs its reduce-scatter style for count on nodes n. */
 int gcmpi_hier_scatter_style(const gcmpi_config *cfg, const gcmpi_nodes *n, size_t count);
 /* 1 when n is one node whose ranks share a window: hier is then the

@@ -53,10 +53,8 @@
 #pragma clang fp contract(off)
 #endif
 
-/* PMPI_Allreduce over any count: pieces of at most INT_MAX elements. send
- * NULL means in place on recv. */
-static int allreduce_big(gcmpi_coll_ctx *ctx, const void *send, void *recv, size_t count,
-                         MPI_Datatype type, size_t elem, MPI_Op op)
+int gcmpi_native_allreduce_big(gcmpi_coll_ctx *ctx, const void *send, void *recv, size_t count,
+                               MPI_Datatype type, size_t elem, MPI_Op op)
 {
     double t0 = PMPI_Wtime();
     int rc = MPI_SUCCESS;
@@ -76,7 +74,7 @@ static int allreduce_big(gcmpi_coll_ctx *ctx, const void *send, void *recv, size
 /* Lossless: the residual stays zero and is not read. */
 static int native_none(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t count)
 {
-    return allreduce_big(ctx, in == out ? NULL : in, out, count, MPI_FLOAT, sizeof(float),
+    return gcmpi_native_allreduce_big(ctx, in == out ? NULL : in, out, count, MPI_FLOAT, sizeof(float),
                          MPI_SUM);
 }
 
@@ -181,7 +179,7 @@ static int native_randk(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t
     }
     st->encode_s += PMPI_Wtime() - t0;
 
-    int rc = allreduce_big(ctx, NULL, val, k + marks, MPI_FLOAT, sizeof(float), MPI_SUM);
+    int rc = gcmpi_native_allreduce_big(ctx, NULL, val, k + marks, MPI_FLOAT, sizeof(float), MPI_SUM);
     if (rc != MPI_SUCCESS) return rc;
 
     t0 = PMPI_Wtime();
@@ -199,18 +197,12 @@ static int native_randk(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t
 
 /* ---- int8 ----------------------------------------------------------------- */
 
-typedef struct int_wire {
-    MPI_Datatype type;
-    size_t elem;  /* bytes per level */
-    float levels; /* L: values map to integers in [-L, L] */
-} int_wire;
-
-static int_wire int_wire_for(int p)
+gcmpi_int_wire gcmpi_native_int_wire(int p)
 {
-    if (p <= 8) return (int_wire){MPI_INT8_T, 1, (float)(127 / p)};
-    if (p <= 258) return (int_wire){MPI_INT16_T, 2, 127.0f};
+    if (p <= 8) return (gcmpi_int_wire){MPI_INT8_T, 1, (float)(127 / p)};
+    if (p <= 258) return (gcmpi_int_wire){MPI_INT16_T, 2, 127.0f};
     const int cap = INT32_MAX / p;
-    return (int_wire){MPI_INT32_T, 4, (float)(cap < 127 ? cap : 127)};
+    return (gcmpi_int_wire){MPI_INT32_T, 4, (float)(cap < 127 ? cap : 127)};
 }
 
 /* Bucket maxima of |v|, v = g (+ r, stored into r): as floats, +inf for a
@@ -308,7 +300,7 @@ static int native_int8(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t 
         return MPI_ERR_ARG;
     const size_t bucket = cfg->params.bucket;
     const size_t nb = (count + bucket - 1) / bucket;
-    const int_wire w = int_wire_for(ctx->size);
+    const gcmpi_int_wire w = gcmpi_native_int_wire(ctx->size);
     float *top = gcmpi_scratch_get(ctx->scratch, GCMPI_SCR_AUX, nb * sizeof(float));
     void *q = gcmpi_scratch_get(ctx->scratch, GCMPI_SCR_CHUNK, count * w.elem);
     if (!top || !q) return MPI_ERR_NO_MEM;
@@ -317,7 +309,7 @@ static int native_int8(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t 
     double t0 = PMPI_Wtime();
     bucket_max(in, res, count, bucket, top);
     st->encode_s += PMPI_Wtime() - t0;
-    int rc = allreduce_big(ctx, NULL, top, nb, MPI_FLOAT, sizeof(float), MPI_MAX);
+    int rc = gcmpi_native_allreduce_big(ctx, NULL, top, nb, MPI_FLOAT, sizeof(float), MPI_MAX);
     if (rc != MPI_SUCCESS) return rc;
 
     t0 = PMPI_Wtime();
@@ -326,7 +318,7 @@ static int native_int8(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t 
     else quantise_int32_t(in, res, q, count, bucket, top, w.levels);
     st->encode_s += PMPI_Wtime() - t0;
 
-    rc = allreduce_big(ctx, NULL, q, count, w.type, w.elem, MPI_SUM);
+    rc = gcmpi_native_allreduce_big(ctx, NULL, q, count, w.type, w.elem, MPI_SUM);
     if (rc != MPI_SUCCESS) return rc;
 
     t0 = PMPI_Wtime();
@@ -386,7 +378,7 @@ static int native_powersgd(gcmpi_coll_ctx *ctx, const float *in, float *out, siz
     gc_powersgd_p(s, m, count, q_sum, pm);
     st->encode_s += PMPI_Wtime() - t0;
 
-    int rc = allreduce_big(ctx, NULL, pm, np, MPI_FLOAT, sizeof(float), MPI_SUM);
+    int rc = gcmpi_native_allreduce_big(ctx, NULL, pm, np, MPI_FLOAT, sizeof(float), MPI_SUM);
     if (rc != MPI_SUCCESS) return rc;
 
     t0 = PMPI_Wtime();
@@ -406,7 +398,7 @@ static int native_powersgd(gcmpi_coll_ctx *ctx, const float *in, float *out, siz
     }
     st->encode_s += PMPI_Wtime() - t0;
 
-    rc = allreduce_big(ctx, q_local, q_sum, nq, MPI_FLOAT, sizeof(float), MPI_SUM);
+    rc = gcmpi_native_allreduce_big(ctx, q_local, q_sum, nq, MPI_FLOAT, sizeof(float), MPI_SUM);
     if (rc != MPI_SUCCESS) return rc;
 
     t0 = PMPI_Wtime();

@@ -136,6 +136,9 @@ static int load_gpu(void)
     RESOLVE(all_finite, "gcmpi_gpu_all_finite");
     RESOLVE(momentum_accumulate, "gcmpi_gpu_momentum_accumulate");
     RESOLVE(momentum_unfold, "gcmpi_gpu_momentum_unfold");
+    RESOLVE(native_int8_max, "gcmpi_gpu_native_int8_max");
+    RESOLVE(native_int8_quantise, "gcmpi_gpu_native_int8_quantise");
+    RESOLVE(native_int8_dequantise, "gcmpi_gpu_native_int8_dequantise");
     return 0;
 }
 

@@ -37,6 +37,13 @@ typedef struct gcmpi_gpu_table {
     size_t (*momentum_accumulate)(gcmpi_gpu_ctx *ctx, float *u, const float *g, size_t n,
                                   float beta);
     size_t (*momentum_unfold)(gcmpi_gpu_ctx *ctx, float *s, float *m, size_t n, float beta);
+    size_t (*native_int8_max)(gcmpi_gpu_ctx *ctx, const float *g, float *r, size_t n,
+                              size_t bucket, float *top);
+    size_t (*native_int8_quantise)(gcmpi_gpu_ctx *ctx, const float *g, float *r, size_t n,
+                                   size_t bucket, const float *top, float levels, size_t elem,
+                                   void *q);
+    size_t (*native_int8_dequantise)(gcmpi_gpu_ctx *ctx, const void *q, size_t elem, size_t n,
+                                     size_t bucket, const float *top, float levels, float *out);
 } gcmpi_gpu_table;
 
 /* What the device path did in this process (summed over ranks in the

@@ -2,7 +2,8 @@
 # step2_c_mpi.sh — a 2-rank mpirun of tests/gpu/device/mpi_device (C, real
 # cudaMalloc'd buffers from libgcmpi_gpu.so) with libgcmpi preloaded:
 # allreduce and allgather on device buffers, in place, compressed by the
-# GPU kernels (none with each algorithm, fp16, int8, sign) and on the host
+# GPU kernels (none with each algorithm, fp16, int8 by rsag and native,
+# sign) and on the host
 # (topk), byte-equal to the same calls on host buffers, GCMPI_MOMENTUM
 # included (u and m on the device; one rank's buffer moved; a call with
 # odd ranks on host buffers); int, double, MAX and small calls staged,
@@ -32,8 +33,10 @@ one none-native 0 none native
 one staged 0 none auto
 one fp16 0.002 fp16 auto
 one int8 0.05 int8 rsag
+one int8-native 0.05 int8 native
 one sign 0.95 sign allgather
 one topk 2 topk allgather
 one momentum-topk 10 topk allgather GCMPI_MOMENTUM=0.9
 one momentum-int8 10 int8 rsag GCMPI_MOMENTUM=0.9
+one momentum-int8-native 10 int8 native GCMPI_MOMENTUM=0.9
 exit $status

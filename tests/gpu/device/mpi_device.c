@@ -126,6 +126,10 @@ int main(int argc, char **argv)
     float *h_in = malloc(n * sizeof(float)), *h_out = malloc(n * sizeof(float) * (size_t)size);
     float *d_in = dev_alloc(n * sizeof(float)), *d_out = dev_alloc(n * sizeof(float)),
           *d_all = dev_alloc(n * sizeof(float) * (size_t)size);
+    /* The overflow section's pair, taken before anything is freed: a
+     * reused address would be a buffer with a history (error feedback is
+     * keyed by address and count). */
+    float *d_ovf = dev_alloc(n * sizeof(float)), *h_ovf = malloc(n * sizeof(float));
 
     /* ---- float sums ---- */
     for (int call = 0; call < 4; call++) {
@@ -212,6 +216,35 @@ int main(int argc, char **argv)
                           n * sizeof(float));
         free(mixed);
     }
+
+    /* ---- an overflow step (an fp16 loss scale's inf, a NaN) on rank 0
+     * between two finite calls, on a device buffer and its host twin that
+     * are new on every rank (the mixed call above advanced d_in's state on
+     * some ranks only): the device path sends it as the host path does (no
+     * residual takes the value), so the results, NaN bits included, and the
+     * next call's are the host's ---- */
+    if (same) {
+        for (int call = 13; call < 16; call++) {
+            for (size_t i = 0; i < n; i++) host[i] = value(rank, i, call);
+            if (call == 14 && rank == 0) {
+                host[5] = INFINITY;
+                host[n / 2 + 3] = NAN;
+            }
+            put(d_ovf, host, n * sizeof(float));
+            memcpy(h_ovf, host, n * sizeof(float));
+            MPI_Allreduce(MPI_IN_PLACE, d_ovf, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+            MPI_Allreduce(MPI_IN_PLACE, h_ovf, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+            get(got, d_ovf, n * sizeof(float));
+            const char *what = call == 13   ? "allreduce before inf and NaN"
+                               : call == 14 ? "allreduce of inf and NaN"
+                                            : "allreduce after inf and NaN";
+            if (memcmp(got, h_ovf, n * sizeof(float)) != 0) fail(what, 1, 0);
+            if (call == 14 && isfinite(got[5])) fail("allreduce of inf: finite sum", got[5], INFINITY);
+            same_on_all_ranks(what, got, n * sizeof(float));
+        }
+    }
+    api.dealloc(ctx, d_ovf);
+    free(h_ovf);
 
     /* ---- a host send buffer into a device receive buffer ---- */
     for (size_t i = 0; i < n; i++) {

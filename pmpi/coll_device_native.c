@@ -1,0 +1,93 @@
+/* coll_device_native.c — the native algorithm (coll_native.c) on device
+ * buffers, for the codecs whose MPI-summed form the GPU builds:
+ *
+ *  none  the floats staged through page-locked memory (nothing to encode,
+ *        no residual to copy).
+ *  int8  bucket maxima and integer levels made by the GPU
+ *        (gcmpi_gpu_native_int8_*), agreed and summed by PMPI_Allreduce on
+ *        page-locked copies, dequantised by the GPU into the device output;
+ *        the residual stays on the device.
+ *
+ * Same messages as the host algorithm, in the same order, so device and
+ * host ranks meet in one call and end bit-identical. Only the maxima and
+ * the levels (1, 2 or 4 bytes an element, coll_native.c's wire) cross
+ * PCIe, where the host fallback (coll_device.c) copies the vector, the
+ * output and the residual both ways as floats. randk and powersgd take
+ * that fallback. */
+#include "coll_device.h"
+
+#include "coll_impl.h"
+#include "device.h"
+
+int gcmpi_device_native_supports(const gc_codec *codec)
+{
+    const char *name = gc_codec_name(codec);
+    return strcmp(name, "none") == 0 || strcmp(name, "int8") == 0;
+}
+
+static int gpu_status(size_t r) { return gcmpi_coll_mpi_error(gc_error_code(r)); }
+
+static int native_none(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t count)
+{
+    const size_t bytes = count * sizeof(float);
+    float *host = gcmpi_device_host_buffer(GCMPI_DEV_HOST_IN, bytes);
+    if (!host) return MPI_ERR_NO_MEM; /* local, as the host fallback's */
+    /* A failed copy still takes part (with zeros): no rank is left waiting. */
+    int local = gcmpi_device_copy(host, in, bytes, 1);
+    if (local != MPI_SUCCESS) memset(host, 0, bytes);
+    int rc = gcmpi_native_allreduce_big(ctx, NULL, host, count, MPI_FLOAT, sizeof(float), MPI_SUM);
+    if (rc == MPI_SUCCESS && local == MPI_SUCCESS) rc = gcmpi_device_copy(out, host, bytes, 1);
+    return local != MPI_SUCCESS ? local : rc;
+}
+
+static int native_int8(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t count,
+                       gcmpi_ef_slot *ef)
+{
+    const gcmpi_config *cfg = ctx->cfg;
+    gcmpi_call_stats *st = ctx->stats;
+    if (gc_is_error(gc_params_check(cfg->codec, &cfg->params, NULL, 0)) ||
+        cfg->params.bucket == 0)
+        return MPI_ERR_ARG;
+    const size_t bucket = cfg->params.bucket;
+    const size_t nb = (count + bucket - 1) / bucket;
+    const gcmpi_int_wire w = gcmpi_native_int_wire(ctx->size);
+    /* The maxima, then the levels (4-byte aligned behind them). */
+    float *top = gcmpi_device_host_buffer(GCMPI_DEV_HOST_PAYLOAD, nb * sizeof(float) + count * w.elem);
+    gcmpi_gpu_ctx *gc = gcmpi_device_ctx();
+    const gcmpi_gpu_table *gpu = gc ? gcmpi_device_gpu() : NULL;
+    if (!top || !gpu) return MPI_ERR_NO_MEM;
+    void *q = top + nb;
+    float *res = ef ? ef->residual : NULL;
+
+    /* A local GPU failure still takes part, with zero maxima and levels,
+     * and is returned after the exchange. */
+    double t0 = PMPI_Wtime();
+    size_t local = gpu->native_int8_max(gc, in, res, count, bucket, top);
+    if (gc_is_error(local)) memset(top, 0, nb * sizeof(float));
+    st->encode_s += PMPI_Wtime() - t0;
+    int rc = gcmpi_native_allreduce_big(ctx, NULL, top, nb, MPI_FLOAT, sizeof(float), MPI_MAX);
+    if (rc != MPI_SUCCESS) return rc;
+
+    t0 = PMPI_Wtime();
+    if (!gc_is_error(local))
+        local = gpu->native_int8_quantise(gc, in, res, count, bucket, top, w.levels, w.elem, q);
+    if (gc_is_error(local)) memset(q, 0, count * w.elem);
+    st->encode_s += PMPI_Wtime() - t0;
+    rc = gcmpi_native_allreduce_big(ctx, NULL, q, count, w.type, w.elem, MPI_SUM);
+    if (rc != MPI_SUCCESS) return rc;
+    if (gc_is_error(local)) return gpu_status(local);
+
+    t0 = PMPI_Wtime();
+    const size_t d = gpu->native_int8_dequantise(gc, q, w.elem, count, bucket, top, w.levels, out);
+    st->decode_s += PMPI_Wtime() - t0;
+    return gpu_status(d);
+}
+
+int gcmpi_device_allreduce_native(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t count,
+                                  gcmpi_ef_slot *ef)
+{
+    const char *name = gc_codec_name(ctx->cfg->codec);
+    if (strcmp(name, "none") == 0) return native_none(ctx, in, out, count);
+    if (strcmp(name, "int8") == 0) return native_int8(ctx, in, out, count, ef);
+    return MPI_ERR_ARG;
+}
