@@ -191,3 +191,98 @@ static size_t ps_decode_add(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body,
 
 extern const gpu_codec gpu_codec_powersgd;
 const gpu_codec gpu_codec_powersgd = {ID_POWERSGD, ps_encode, ps_decode_add};
+
+/* ---- the native algorithm's steps (pmpi/coll_device_native.c, gcmpi_gpu.h)
+ * coll_native.c's powersgd on device vectors with the codec's kernels:
+ * the small P and Q live on the host, where the MPI library sums them and
+ * P is orthonormalised by the CPU code (rows x rank^2 work). */
+
+/* p and q (host) to and from device scratch around the kernels. */
+static size_t ps_host_copy(gcmpi_gpu_ctx *ctx, void *dst, const void *src, size_t bytes,
+                           cudaMemcpyKind kind, size_t e)
+{
+    if (!gc_is_error(e) && bytes && cudaMemcpyAsync(dst, src, bytes, kind, ctx->stream) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return GC_ERR(GENERIC);
+    }
+    return e;
+}
+
+static size_t ps_finish(gcmpi_gpu_ctx *ctx, scratch *s, size_t e)
+{
+    scratch_release(ctx, s);
+    const size_t done = sync_status(ctx);
+    return gc_is_error(e) ? e : done;
+}
+
+extern "C" size_t gcmpi_gpu_native_powersgd_p(gcmpi_gpu_ctx *ctx, const float *g, float *r,
+                                              size_t n, size_t rank, const float *q, float *p)
+{
+    if (!ctx || rank == 0) return GC_ERR(GENERIC);
+    const gc_powersgd_shape sh = gc_powersgd_shape_of(n, rank);
+    const size_t np = sh.rows * sh.rank, nq = sh.cols * sh.rank;
+    cudaStream_t st = ctx->stream;
+    size_t finite = 1;
+    if (r && n) {
+        k_ps_accumulate<<<blocks_for(n, GPU_THREADS), GPU_THREADS, 0, st>>>(g, r, n);
+        finite = gcmpi_gpu_all_finite(ctx, r, n);  /* waits */
+        if (gc_is_error(finite)) return finite;
+    }
+    if (np == 0) return finite;
+    scratch s;
+    memset(&s, 0, sizeof s);
+    float *qd = (float *)scratch_get(ctx, &s, nq * sizeof(float));
+    float *pd = (float *)scratch_get(ctx, &s, np * sizeof(float));
+    size_t e = qd && pd ? 0 : GC_ERR(ALLOC);
+    e = ps_host_copy(ctx, qd, q, nq * sizeof(float), cudaMemcpyHostToDevice, e);
+    if (!gc_is_error(e))
+        k_ps_p<<<blocks_for(np, GPU_THREADS), GPU_THREADS, 0, st>>>(r ? r : g, n, sh.rows, sh.cols, sh.rank, qd, pd);
+    e = ps_host_copy(ctx, p, pd, np * sizeof(float), cudaMemcpyDeviceToHost, e);
+    e = ps_finish(ctx, &s, e);
+    return gc_is_error(e) ? e : finite;
+}
+
+extern "C" size_t gcmpi_gpu_native_powersgd_q(gcmpi_gpu_ctx *ctx, const float *m, size_t n,
+                                              size_t rank, const float *p, float *q, float *r_sub)
+{
+    if (!ctx || rank == 0) return GC_ERR(GENERIC);
+    const gc_powersgd_shape sh = gc_powersgd_shape_of(n, rank);
+    const size_t np = sh.rows * sh.rank, nq = sh.cols * sh.rank;
+    if (np == 0 || nq == 0) return 0;
+    cudaStream_t st = ctx->stream;
+    scratch s;
+    memset(&s, 0, sizeof s);
+    float *pd = (float *)scratch_get(ctx, &s, np * sizeof(float));
+    float *qd = (float *)scratch_get(ctx, &s, nq * sizeof(float));
+    size_t e = qd && pd ? 0 : GC_ERR(ALLOC);
+    e = ps_host_copy(ctx, pd, p, np * sizeof(float), cudaMemcpyHostToDevice, e);
+    if (!gc_is_error(e)) {
+        k_ps_q<<<blocks_for(nq, GPU_THREADS), GPU_THREADS, 0, st>>>(m, n, sh.cols, sh.rank, pd, qd);
+        if (r_sub) k_ps_lowrank_add<<<blocks_for(n, GPU_THREADS), GPU_THREADS, 0, st>>>(pd, qd, n, sh.cols, sh.rank, -1.0f, r_sub);
+    }
+    e = ps_host_copy(ctx, q, qd, nq * sizeof(float), cudaMemcpyDeviceToHost, e);
+    return ps_finish(ctx, &s, e);
+}
+
+extern "C" size_t gcmpi_gpu_native_powersgd_out(gcmpi_gpu_ctx *ctx, const float *p, const float *q,
+                                                size_t n, size_t rank, float *out)
+{
+    if (!ctx || rank == 0) return GC_ERR(GENERIC);
+    const gc_powersgd_shape sh = gc_powersgd_shape_of(n, rank);
+    const size_t np = sh.rows * sh.rank, nq = sh.cols * sh.rank;
+    cudaStream_t st = ctx->stream;
+    scratch s;
+    memset(&s, 0, sizeof s);
+    float *pd = (float *)scratch_get(ctx, &s, (np ? np : 1) * sizeof(float));
+    float *qd = (float *)scratch_get(ctx, &s, (nq ? nq : 1) * sizeof(float));
+    size_t e = qd && pd ? 0 : GC_ERR(ALLOC);
+    if (!gc_is_error(e) && n && cudaMemsetAsync(out, 0, n * sizeof(float), st) != cudaSuccess) {
+        (void)cudaGetLastError();
+        e = GC_ERR(GENERIC);
+    }
+    e = ps_host_copy(ctx, pd, p, np * sizeof(float), cudaMemcpyHostToDevice, e);
+    e = ps_host_copy(ctx, qd, q, nq * sizeof(float), cudaMemcpyHostToDevice, e);
+    if (!gc_is_error(e) && np && n)
+        k_ps_lowrank_add<<<blocks_for(n, GPU_THREADS), GPU_THREADS, 0, st>>>(pd, qd, n, sh.cols, sh.rank, 1.0f, out);
+    return ps_finish(ctx, &s, e);
+}

@@ -177,6 +177,28 @@ GCMPI_GPU_API size_t gcmpi_gpu_native_int8_dequantise(gcmpi_gpu_ctx *ctx, const 
                                                       const float *top, float levels,
                                                       float *out);
 
+/* ---- the native algorithm's powersgd (pmpi/coll_native.c, codec_powersgd.cu)
+ * The steps around its two allreduces, with the codec's kernels: M = g,
+ * or r after r += g; P = M Q, Q = M^T P, and M -+ P Q^T, bit for bit the
+ * CPU's gc_powersgd_* loops. The small factors P (rows x rank) and Q
+ * (cols x rank) of gc_powersgd_shape_of(n, rank) are host memory, where
+ * MPI sums them and the CPU orthonormalises P; g, r, m and out are device
+ * memory. Each waits before it returns. */
+
+/* p = M q. Returns 1 when M is finite, 0 when it holds inf or NaN, or an
+ * error. */
+GCMPI_GPU_API size_t gcmpi_gpu_native_powersgd_p(gcmpi_gpu_ctx *ctx, const float *g, float *r,
+                                                 size_t n, size_t rank, const float *q, float *p);
+/* q = M^T p (m: M on the device, r or g); then, when r_sub is not NULL,
+ * r_sub -= p q^T (the residual: r_sub may be m). 0 or an error. */
+GCMPI_GPU_API size_t gcmpi_gpu_native_powersgd_q(gcmpi_gpu_ctx *ctx, const float *m, size_t n,
+                                                 size_t rank, const float *p, float *q,
+                                                 float *r_sub);
+/* out = p q^T (the first n elements). 0 or an error. */
+GCMPI_GPU_API size_t gcmpi_gpu_native_powersgd_out(gcmpi_gpu_ctx *ctx, const float *p,
+                                                   const float *q, size_t n, size_t rank,
+                                                   float *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -8,10 +8,10 @@
  * zeroed device output in rank order, so every rank ends bit-identical.
  * The host never reads or writes device memory.
  *
- * The native algorithm's none and int8 run on the device too
+ * The native algorithm's none, int8 and powersgd run on the device too
  * (coll_device_native.c). Where the GPU library has no kernels (a codec it
  * does not support, a zstd stage, DGC momentum inside the encode
- * (GCMPI_EF_MOMENTUM), hier, sparse_rd, native randk and powersgd), the
+ * (GCMPI_EF_MOMENTUM), hier, sparse_rd, native randk), the
  * call is compressed on the host instead: the
  * vector and the slot's device state are copied to page-locked buffers,
  * the host algorithm runs, and output and state are copied back. The

@@ -1,18 +1,22 @@
 /* coll_device_native.c — the native algorithm (coll_native.c) on device
  * buffers, for the codecs whose MPI-summed form the GPU builds:
  *
- *  none  the floats staged through page-locked memory (nothing to encode,
- *        no residual to copy).
- *  int8  bucket maxima and integer levels made by the GPU
- *        (gcmpi_gpu_native_int8_*), agreed and summed by PMPI_Allreduce on
- *        page-locked copies, dequantised by the GPU into the device output;
- *        the residual stays on the device.
+ *  none      the floats staged through page-locked memory (nothing to
+ *            encode, no residual to copy).
+ *  int8      bucket maxima and integer levels made by the GPU
+ *            (gcmpi_gpu_native_int8_*), agreed and summed by PMPI_Allreduce
+ *            on page-locked copies, dequantised by the GPU into the device
+ *            output.
+ *  powersgd  P = M Q, Q = M^T P, the residual M - P Q^T and the output
+ *            P Q^T on the GPU (gcmpi_gpu_native_powersgd_*); the factors,
+ *            rows x rank and cols x rank floats, summed by PMPI_Allreduce
+ *            on the host, where P is orthonormalised by the CPU code.
  *
- * Same messages as the host algorithm, in the same order, so device and
- * host ranks meet in one call and end bit-identical. Only the maxima and
- * the levels (1, 2 or 4 bytes an element, coll_native.c's wire) cross
- * PCIe, where the host fallback (coll_device.c) copies the vector, the
- * output and the residual both ways as floats. randk and powersgd take
+ * The residual and powersgd's warm Q stay on the device. Same messages as
+ * the host algorithm, in the same order, so device and host ranks meet in
+ * one call and end bit-identical. Only the maxima and levels, or the
+ * factors, cross PCIe, where the host fallback (coll_device.c) copies the
+ * vector, the output and the residual both ways as floats. randk takes
  * that fallback. */
 #include "coll_device.h"
 
@@ -22,7 +26,8 @@
 int gcmpi_device_native_supports(const gc_codec *codec)
 {
     const char *name = gc_codec_name(codec);
-    return strcmp(name, "none") == 0 || strcmp(name, "int8") == 0;
+    return strcmp(name, "none") == 0 || strcmp(name, "int8") == 0 ||
+           strcmp(name, "powersgd") == 0;
 }
 
 static int gpu_status(size_t r) { return gcmpi_coll_mpi_error(gc_error_code(r)); }
@@ -83,11 +88,76 @@ static int native_int8(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t 
     return gpu_status(d);
 }
 
+static int native_powersgd(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t count,
+                           gcmpi_ef_slot *ef)
+{
+    const gcmpi_config *cfg = ctx->cfg;
+    gcmpi_call_stats *st = ctx->stats;
+    if (gc_is_error(gc_params_check(cfg->codec, &cfg->params, NULL, 0))) return MPI_ERR_ARG;
+    const size_t rank = cfg->params.rank;
+    const gc_powersgd_shape s = gc_powersgd_shape_of(count, rank);
+    const size_t np = s.rows * s.rank, nq = s.cols * s.rank;
+    float *res = ef ? ef->residual : NULL;
+    float *warm = ef ? ef->state : NULL; /* device: last call's summed Q */
+    /* P, this rank's Q and the summed Q, page-locked. */
+    float *pm = gcmpi_device_host_buffer(GCMPI_DEV_HOST_PAYLOAD, (np + 2 * nq) * sizeof(float));
+    gcmpi_gpu_ctx *gc = gcmpi_device_ctx();
+    const gcmpi_gpu_table *gpu = gc ? gcmpi_device_gpu() : NULL;
+    if (!pm || !gpu) return MPI_ERR_NO_MEM;
+    float *q_local = pm + np, *q_sum = q_local + nq;
+
+    /* As on the host: the warm Q is last call's allreduce, the same on
+     * every rank, so all ranks take the same branch. A local failure still
+     * takes part, on zeros, and is returned after the exchanges. */
+    double t0 = PMPI_Wtime();
+    int local = MPI_SUCCESS;
+    int use_warm = warm && !ef->fresh && !ef->state_reset;
+    if (use_warm) {
+        local = gcmpi_device_copy(q_sum, warm, nq * sizeof(float), 1);
+        use_warm = local == MPI_SUCCESS && gcmpi_native_q_usable(q_sum, nq);
+    }
+    if (!use_warm) gc_powersgd_init_q(s, ctx->call_seed, q_sum);
+    size_t finite = 1;
+    if (local == MPI_SUCCESS) {
+        finite = gpu->native_powersgd_p(gc, in, res, count, rank, q_sum, pm);
+        if (gc_is_error(finite)) local = gpu_status(finite);
+    }
+    if (local != MPI_SUCCESS) memset(pm, 0, np * sizeof(float));
+    st->encode_s += PMPI_Wtime() - t0;
+    int rc = gcmpi_native_allreduce_big(ctx, NULL, pm, np, MPI_FLOAT, sizeof(float), MPI_SUM);
+    if (rc != MPI_SUCCESS) return rc;
+
+    t0 = PMPI_Wtime();
+    /* Another rank's input was not finite: P is not, and the residual
+     * must not take it: it keeps M (nothing usable was sent). */
+    const int p_finite = gc_all_finite(pm, np);
+    gc_powersgd_orthonormalize(s, pm);
+    if (local == MPI_SUCCESS) {
+        float *sub = res && finite == 1 && p_finite ? res : NULL;
+        size_t r = gpu->native_powersgd_q(gc, res ? res : in, count, rank, pm, q_local, sub);
+        /* A non-finite value would stay in the residual for good: drop it. */
+        if (!gc_is_error(r) && res && finite != 1) r = gpu->zero(gc, res, count * sizeof(float));
+        if (gc_is_error(r)) local = gpu_status(r);
+    }
+    if (local != MPI_SUCCESS) memset(q_local, 0, nq * sizeof(float));
+    st->encode_s += PMPI_Wtime() - t0;
+    rc = gcmpi_native_allreduce_big(ctx, q_local, q_sum, nq, MPI_FLOAT, sizeof(float), MPI_SUM);
+    if (rc != MPI_SUCCESS) return rc;
+    if (local != MPI_SUCCESS) return local;
+
+    t0 = PMPI_Wtime();
+    rc = gpu_status(gpu->native_powersgd_out(gc, pm, q_sum, count, rank, out));
+    if (rc == MPI_SUCCESS && warm) rc = gcmpi_device_copy(warm, q_sum, nq * sizeof(float), 1);
+    st->decode_s += PMPI_Wtime() - t0;
+    return rc;
+}
+
 int gcmpi_device_allreduce_native(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t count,
                                   gcmpi_ef_slot *ef)
 {
     const char *name = gc_codec_name(ctx->cfg->codec);
     if (strcmp(name, "none") == 0) return native_none(ctx, in, out, count);
     if (strcmp(name, "int8") == 0) return native_int8(ctx, in, out, count, ef);
+    if (strcmp(name, "powersgd") == 0) return native_powersgd(ctx, in, out, count, ef);
     return MPI_ERR_ARG;
 }

@@ -47,7 +47,8 @@ int gcmpi_allreduce_hier(gcmpi_coll_ctx *ctx, const float *in, float *out, size_
                          gcmpi_ef_slot *ef);
 
 /* coll_native.c's pieces that its device twin (coll_device_native.c)
- * shares, so host and device ranks send the same messages:
+ * shares, so host and device ranks send the same messages and decide
+ * alike:
  * PMPI_Allreduce over any count (pieces of at most INT_MAX elements; send
  * NULL: in place on recv), timed and counted in ctx->stats; and the wire
  * of native int8 at p ranks (the integer type MPI sums, its size, and the
@@ -60,6 +61,10 @@ typedef struct gcmpi_int_wire {
     float levels; /* L: values map to integers in [-L, L] */
 } gcmpi_int_wire;
 gcmpi_int_wire gcmpi_native_int_wire(int p);
+/* powersgd's warm start: 0 when Q (n floats) is all zero (every gradient
+ * was zero) or not finite, which would stay so: Q then restarts from the
+ * seed. */
+int gcmpi_native_q_usable(const float *q, size_t n);
 /* 1 when hier runs its reduce-scatter style for count on nodes n. */
 int gcmpi_hier_scatter_style(const gcmpi_config *cfg, const gcmpi_nodes *n, size_t count);
 /* 1 when n is one node whose ranks share a window: hier is then the

@@ -331,9 +331,7 @@ static int native_int8(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t 
 
 /* ---- powersgd ------------------------------------------------------------- */
 
-/* A Q that is all zero (every gradient was zero) or not finite would stay
- * so under warm start: such a Q restarts from the seed. */
-static int q_usable(const float *q, size_t n)
+int gcmpi_native_q_usable(const float *q, size_t n)
 {
     int nonzero = 0;
     for (size_t i = 0; i < n; i++) {
@@ -367,7 +365,7 @@ static int native_powersgd(gcmpi_coll_ctx *ctx, const float *in, float *out, siz
     double t0 = PMPI_Wtime();
     /* The warm Q is last call's allreduce, identical on all ranks, so all
      * ranks take the same branch. */
-    if (!warm || ef->fresh || ef->state_reset || !q_usable(warm, nq))
+    if (!warm || ef->fresh || ef->state_reset || !gcmpi_native_q_usable(warm, nq))
         gc_powersgd_init_q(s, ctx->call_seed, q_sum);
     const float *m = in;
     int finite = 1;

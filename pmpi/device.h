@@ -44,6 +44,12 @@ typedef struct gcmpi_gpu_table {
                                    void *q);
     size_t (*native_int8_dequantise)(gcmpi_gpu_ctx *ctx, const void *q, size_t elem, size_t n,
                                      size_t bucket, const float *top, float levels, float *out);
+    size_t (*native_powersgd_p)(gcmpi_gpu_ctx *ctx, const float *g, float *r, size_t n,
+                                size_t rank, const float *q, float *p);
+    size_t (*native_powersgd_q)(gcmpi_gpu_ctx *ctx, const float *m, size_t n, size_t rank,
+                                const float *p, float *q, float *r_sub);
+    size_t (*native_powersgd_out)(gcmpi_gpu_ctx *ctx, const float *p, const float *q, size_t n,
+                                  size_t rank, float *out);
 } gcmpi_gpu_table;
 
 /* What the device path did in this process (summed over ranks in the

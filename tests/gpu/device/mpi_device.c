@@ -98,7 +98,11 @@ int main(int argc, char **argv)
 {
     mode = argc > 1 ? argv[1] : "?";
     const double bound = argc > 2 ? atof(argv[2]) : 0.0;
+    /* same: every device call is checked against the same call on host
+     * buffers; seeded: only where both run on communicators whose seeds
+     * agree (codecs that draw from the call's seed) */
     const int same = argc > 3 && strcmp(argv[3], "same") == 0;
+    const int seeded = argc > 3 && strcmp(argv[3], "seeded") == 0;
     const int repeats = argc > 4 ? atoi(argv[4]) : 0; /* extra in-place calls */
     const char *lib = getenv("GCMPI_GPU_LIB");
     void *h = dlopen(lib && *lib ? lib : "libgcmpi_gpu.so", RTLD_NOW | RTLD_LOCAL);
@@ -242,6 +246,28 @@ int main(int argc, char **argv)
             if (call == 14 && isfinite(got[5])) fail("allreduce of inf: finite sum", got[5], INFINITY);
             same_on_all_ranks(what, got, n * sizeof(float));
         }
+    }
+    /* ---- the same calls on two duplicates of MPI_COMM_WORLD, device
+     * buffers on one and host buffers on the other: each communicator's
+     * call seeds advance alike, so codecs that draw from the seed
+     * (powersgd's starting Q) compare byte for byte too ("seeded") ---- */
+    if (same || seeded) {
+        MPI_Comm on_dev, on_host;
+        MPI_Comm_dup(MPI_COMM_WORLD, &on_dev);
+        MPI_Comm_dup(MPI_COMM_WORLD, &on_host);
+        for (int call = 16; call < 19; call++) {
+            for (size_t i = 0; i < n; i++) host[i] = value(rank, i, call);
+            put(d_ovf, host, n * sizeof(float));
+            memcpy(h_ovf, host, n * sizeof(float));
+            MPI_Allreduce(MPI_IN_PLACE, d_ovf, (int)n, MPI_FLOAT, MPI_SUM, on_dev);
+            MPI_Allreduce(MPI_IN_PLACE, h_ovf, (int)n, MPI_FLOAT, MPI_SUM, on_host);
+            get(got, d_ovf, n * sizeof(float));
+            if (memcmp(got, h_ovf, n * sizeof(float)) != 0)
+                fail("allreduce on twin communicators: device result differs from the host one", 1, 0);
+            same_on_all_ranks("allreduce on twin communicators: ranks differ", got, n * sizeof(float));
+        }
+        MPI_Comm_free(&on_dev);
+        MPI_Comm_free(&on_host);
     }
     api.dealloc(ctx, d_ovf);
     free(h_ovf);
