@@ -177,6 +177,26 @@ GCMPI_GPU_API size_t gcmpi_gpu_native_int8_dequantise(gcmpi_gpu_ctx *ctx, const 
                                                       const float *top, float levels,
                                                       float *out);
 
+/* ---- the native algorithm's randk (pmpi/coll_native.c, gpu_native.cu) ----
+ * idx: the k distinct indices of gc_randk_indices (host memory, the same
+ * on every rank); vals, marks: host memory; g, r, out: device memory. */
+
+/* vals[j] = scale v[idx[j]], v = g, or r after r += g; then with r,
+ * r[idx[j]] = v - scale v, and r = 0 when any r + g was inf or NaN. 0 or
+ * an error. */
+GCMPI_GPU_API size_t gcmpi_gpu_native_randk_values(gcmpi_gpu_ctx *ctx, const float *g, float *r,
+                                                   size_t n, const uint32_t *idx, size_t k,
+                                                   float scale, float *vals);
+/* marks[b] = the sum, in element order, of the inf and NaN values of g in
+ * block b (elements b*block .. b*block+block-1), 0 where there are none. */
+GCMPI_GPU_API size_t gcmpi_gpu_native_randk_marks(gcmpi_gpu_ctx *ctx, const float *g, size_t n,
+                                                  size_t block, float *marks);
+/* out = 0, out[idx[j]] = vals[j], then out[i] += marks[i / block] where
+ * that mark is not 0 (marks NULL: none). 0 or an error. */
+GCMPI_GPU_API size_t gcmpi_gpu_native_randk_out(gcmpi_gpu_ctx *ctx, const uint32_t *idx, size_t k,
+                                                const float *vals, const float *marks,
+                                                size_t block, size_t n, float *out);
+
 /* ---- the native algorithm's powersgd (pmpi/coll_native.c, codec_powersgd.cu)
  * The steps around its two allreduces, with the codec's kernels: M = g,
  * or r after r += g; P = M Q, Q = M^T P, and M -+ P Q^T, bit for bit the

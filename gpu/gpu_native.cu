@@ -1,9 +1,11 @@
-/* gpu_native.cu — the native algorithm's int8 (pmpi/coll_native.c) on
- * device vectors (gcmpi_gpu.h, "the native algorithm's int8"): bucket
- * maxima, integer levels that the MPI library sums itself, and their
- * dequantisation, with the host loops' roundings (gpu_internal.cuh), so a
- * device rank and a host rank send the same levels and decode the same
- * floats. Only the maxima and the levels cross to the host. */
+/* gpu_native.cu — the native algorithm's int8 and randk (pmpi/coll_native.c)
+ * on device vectors (gcmpi_gpu.h, "the native algorithm's int8" and
+ * "randk"): int8's bucket maxima, integer levels that the MPI library sums
+ * itself, and their dequantisation; randk's gathered values, non-finite
+ * marks and scatter; with the host loops' roundings (gpu_internal.cuh), so
+ * a device rank and a host rank send the same numbers and decode the same
+ * floats. Only what MPI sums crosses to the host. (powersgd's steps are in
+ * codec_powersgd.cu, beside the kernels they use.) */
 #include "gpu_bucket.cuh"
 
 #include <float.h>
@@ -167,5 +169,146 @@ extern "C" size_t gcmpi_gpu_native_int8_dequantise(gcmpi_gpu_ctx *ctx, const voi
         queue(ctx, q_dev, q, n * elem, cudaMemcpyHostToDevice, &e);
         k_native_dequantise<<<blocks_for(n, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(q_dev, elem, n, bucket, step, out);
     }
+    return finish(ctx, &s, e);
+}
+
+/* ---- randk ----------------------------------------------------------------
+ * The k indices (host, distinct, drawn by gc_randk_indices from the call's
+ * seed) are the same on every rank; the values go through one float
+ * allreduce with one mark per block after them (coll_native.c). */
+
+/* vals[j] = scale v[idx[j]]; with a residual r[idx[j]] = v - scale v. */
+__global__ void k_native_randk_gather(const uint32_t *idx, size_t k, const float *v, float *r,
+                                      float scale, float *vals)
+{
+    GRID_STRIDE(j, k) {
+        const float x = v[idx[j]], sent = gx_mul(scale, x);
+        vals[j] = sent;
+        if (r) r[idx[j]] = gx_sub(x, sent);
+    }
+}
+
+/* r = r + g (the host's accumulate: r first), and the flag set when a sum
+ * is inf or NaN. */
+__global__ void k_native_randk_accumulate(const float *g, float *r, size_t n, unsigned *flag)
+{
+    GRID_STRIDE(i, n) {
+        const float v = gx_add(r[i], g[i]);
+        r[i] = v;
+        if (bits_nonfinite(fbits(v))) *flag = 1u;
+    }
+}
+
+/* r = 0 when the flag is set (a non-finite value would stay for good). */
+__global__ void k_native_zero_if(float *r, size_t n, const unsigned *flag)
+{
+    if (!*flag) return;
+    GRID_STRIDE(i, n) r[i] = 0.0f;
+}
+
+/* mark[b] = the sum, in element order, of block b's inf and NaN (0: none). */
+__global__ void k_native_randk_marks(const float *g, size_t n, size_t block, size_t nb, float *mark)
+{
+    GRID_STRIDE(b, nb) {
+        const size_t lo = b * block, hi = n - lo < block ? n : lo + block;
+        float m = 0.0f;
+        for (size_t i = lo; i < hi; i++)
+            if (bits_nonfinite(fbits(g[i]))) m = gx_add(m, g[i]);
+        mark[b] = m;
+    }
+}
+
+__global__ void k_native_randk_scatter(const uint32_t *idx, size_t k, const float *vals, float *out)
+{
+    GRID_STRIDE(j, k) out[idx[j]] = vals[j];
+}
+
+/* out[i] += mark of i's block, where that mark is not 0. */
+__global__ void k_native_randk_add_marks(float *out, size_t n, size_t block, const float *mark)
+{
+    GRID_STRIDE(i, n) {
+        const float m = mark[div_index(i, block)];
+        if (m != 0.0f) out[i] = gx_add(out[i], m);
+    }
+}
+
+/* The k indices on the device (scratch); NULL with *e set on failure. */
+static uint32_t *indices_on_device(gcmpi_gpu_ctx *ctx, scratch *s, const uint32_t *idx, size_t k,
+                                   size_t *e)
+{
+    uint32_t *d = (uint32_t *)scratch_get(ctx, s, (k ? k : 1) * sizeof(uint32_t));
+    if (!d) {
+        *e = GC_ERR(ALLOC);
+        return NULL;
+    }
+    queue(ctx, d, idx, k * sizeof(uint32_t), cudaMemcpyHostToDevice, e);
+    return gc_is_error(*e) ? NULL : d;
+}
+
+extern "C" size_t gcmpi_gpu_native_randk_values(gcmpi_gpu_ctx *ctx, const float *g, float *r,
+                                                size_t n, const uint32_t *idx, size_t k,
+                                                float scale, float *vals)
+{
+    if (!ctx) return GC_ERR(GENERIC);
+    scratch s;
+    memset(&s, 0, sizeof s);
+    size_t e = r ? flag_clear(ctx) : 0;
+    cudaStream_t st = ctx->stream;
+    if (!gc_is_error(e) && r && n)
+        k_native_randk_accumulate<<<blocks_for(n, GPU_THREADS), GPU_THREADS, 0, st>>>(g, r, n, ctx->flag);
+    uint32_t *d_idx = gc_is_error(e) ? NULL : indices_on_device(ctx, &s, idx, k, &e);
+    float *d_vals = d_idx ? (float *)scratch_get(ctx, &s, (k ? k : 1) * sizeof(float)) : NULL;
+    if (d_idx && !d_vals) e = GC_ERR(ALLOC);
+    if (d_vals && k) {
+        k_native_randk_gather<<<blocks_for(k, GPU_THREADS), GPU_THREADS, 0, st>>>(d_idx, k, r ? r : g, r, scale, d_vals);
+        queue(ctx, vals, d_vals, k * sizeof(float), cudaMemcpyDeviceToHost, &e);
+    }
+    if (d_vals && r && n)
+        k_native_zero_if<<<blocks_for(n, GPU_THREADS), GPU_THREADS, 0, st>>>(r, n, ctx->flag);
+    return finish(ctx, &s, e);
+}
+
+extern "C" size_t gcmpi_gpu_native_randk_marks(gcmpi_gpu_ctx *ctx, const float *g, size_t n,
+                                               size_t block, float *marks)
+{
+    if (!ctx || block == 0) return GC_ERR(GENERIC);
+    const size_t nb = bucket_count(n, block);
+    if (nb == 0) return 0;
+    scratch s;
+    memset(&s, 0, sizeof s);
+    float *d = (float *)scratch_get(ctx, &s, nb * sizeof(float));
+    size_t e = d ? 0 : GC_ERR(ALLOC);
+    if (d) {
+        k_native_randk_marks<<<blocks_for(nb, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(g, n, block, nb, d);
+        queue(ctx, marks, d, nb * sizeof(float), cudaMemcpyDeviceToHost, &e);
+    }
+    return finish(ctx, &s, e);
+}
+
+extern "C" size_t gcmpi_gpu_native_randk_out(gcmpi_gpu_ctx *ctx, const uint32_t *idx, size_t k,
+                                             const float *vals, const float *marks, size_t block,
+                                             size_t n, float *out)
+{
+    if (!ctx || block == 0) return GC_ERR(GENERIC);
+    if (n == 0) return 0;
+    const size_t nb = bucket_count(n, block);
+    cudaStream_t st = ctx->stream;
+    scratch s;
+    memset(&s, 0, sizeof s);
+    size_t e = 0;
+    if (cudaMemsetAsync(out, 0, n * sizeof(float), st) != cudaSuccess) {
+        (void)cudaGetLastError();
+        e = GC_ERR(GENERIC);
+    }
+    uint32_t *d_idx = gc_is_error(e) ? NULL : indices_on_device(ctx, &s, idx, k, &e);
+    float *d_vals = d_idx ? (float *)scratch_get(ctx, &s, (k ? k : 1) * sizeof(float)) : NULL;
+    float *d_mark = d_vals && marks ? (float *)scratch_get(ctx, &s, nb * sizeof(float)) : NULL;
+    if (d_idx && (!d_vals || (marks && !d_mark))) e = GC_ERR(ALLOC);
+    queue(ctx, d_vals, vals, k * sizeof(float), cudaMemcpyHostToDevice, &e);
+    if (d_mark) queue(ctx, d_mark, marks, nb * sizeof(float), cudaMemcpyHostToDevice, &e);
+    if (!gc_is_error(e) && k)
+        k_native_randk_scatter<<<blocks_for(k, GPU_THREADS), GPU_THREADS, 0, st>>>(d_idx, k, d_vals, out);
+    if (!gc_is_error(e) && d_mark)
+        k_native_randk_add_marks<<<blocks_for(n, GPU_THREADS), GPU_THREADS, 0, st>>>(out, n, block, d_mark);
     return finish(ctx, &s, e);
 }

@@ -8,10 +8,10 @@
  * zeroed device output in rank order, so every rank ends bit-identical.
  * The host never reads or writes device memory.
  *
- * The native algorithm's none, int8 and powersgd run on the device too
+ * The native algorithm (none, int8, randk, powersgd) runs on the device too
  * (coll_device_native.c). Where the GPU library has no kernels (a codec it
  * does not support, a zstd stage, DGC momentum inside the encode
- * (GCMPI_EF_MOMENTUM), hier, sparse_rd, native randk), the
+ * (GCMPI_EF_MOMENTUM), hier, sparse_rd), the
  * call is compressed on the host instead: the
  * vector and the slot's device state are copied to page-locked buffers,
  * the host algorithm runs, and output and state are copied back. The
@@ -366,17 +366,17 @@ static int run_kernels_as(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in,
                                             : allreduce_rsag(ctx, in, out, count, ef);
     gcmpi_ef_slot bare;
     int local = MPI_SUCCESS;
-    if (!finite && ef && ef->residual) {
+    if (!finite) {
         const double t0 = PMPI_Wtime();
         int yes = 0;
         local = dev_finite(in, count, &yes);
         ctx->stats->encode_s += PMPI_Wtime() - t0;
+        if (local == MPI_SUCCESS && !yes) ctx->stats->nonfinite_in = 1; /* randk's marks */
         /* A failed check still takes part, leaving the residual alone. */
-        if (local != MPI_SUCCESS || !yes) {
+        if (ef && (local != MPI_SUCCESS || !yes)) {
             bare = *ef;
             bare.residual = NULL;
             bare.momentum = NULL;
-            if (local == MPI_SUCCESS) ctx->stats->nonfinite_in = 1;
             ef = &bare;
         }
     }

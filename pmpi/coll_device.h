@@ -9,14 +9,14 @@
 #include "coll.h"
 
 /* 1 when the GPU kernels carry the call (algorithm allgather or rsag with
- * a codec gcmpi_gpu_supports and no zstd stage, or native with none, int8
- * or powersgd; no DGC momentum); otherwise it is compressed on the host
- * from page-locked copies. */
+ * a codec gcmpi_gpu_supports and no zstd stage, or native with none, int8,
+ * randk or powersgd; no DGC momentum); otherwise it is compressed on the
+ * host from page-locked copies. */
 int gcmpi_device_has_kernels(const gcmpi_config *cfg, gcmpi_algo algo);
 
 /* The native algorithm on device buffers (coll_device_native.c): 1 for
- * the codecs it carries (none, int8, powersgd), and the call itself (count > 0, in
- * and out device memory, the slot's residual too). */
+ * the codecs it carries (none, int8, randk, powersgd), and the call itself
+ * (count > 0, in and out device memory, the slot's residual too). */
 int gcmpi_device_native_supports(const gc_codec *codec);
 int gcmpi_device_allreduce_native(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t count,
                                   gcmpi_ef_slot *ef);

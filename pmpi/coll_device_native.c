@@ -7,6 +7,11 @@
  *            (gcmpi_gpu_native_int8_*), agreed and summed by PMPI_Allreduce
  *            on page-locked copies, dequantised by the GPU into the device
  *            output.
+ *  randk     the k indices drawn on the host (the same on every rank), the
+ *            values gathered and the residual updated by the GPU
+ *            (gcmpi_gpu_native_randk_*), the values and the blocks' marks
+ *            of inf and NaN summed by PMPI_Allreduce on the host, scattered
+ *            by the GPU.
  *  powersgd  P = M Q, Q = M^T P, the residual M - P Q^T and the output
  *            P Q^T on the GPU (gcmpi_gpu_native_powersgd_*); the factors,
  *            rows x rank and cols x rank floats, summed by PMPI_Allreduce
@@ -16,8 +21,7 @@
  * the host algorithm, in the same order, so device and host ranks meet in
  * one call and end bit-identical. Only the maxima and levels, or the
  * factors, cross PCIe, where the host fallback (coll_device.c) copies the
- * vector, the output and the residual both ways as floats. randk takes
- * that fallback. */
+ * vector, the output and the residual both ways as floats. */
 #include "coll_device.h"
 
 #include "coll_impl.h"
@@ -27,7 +31,7 @@ int gcmpi_device_native_supports(const gc_codec *codec)
 {
     const char *name = gc_codec_name(codec);
     return strcmp(name, "none") == 0 || strcmp(name, "int8") == 0 ||
-           strcmp(name, "powersgd") == 0;
+           strcmp(name, "powersgd") == 0 || strcmp(name, "randk") == 0;
 }
 
 static int gpu_status(size_t r) { return gcmpi_coll_mpi_error(gc_error_code(r)); }
@@ -86,6 +90,53 @@ static int native_int8(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t 
     const size_t d = gpu->native_int8_dequantise(gc, q, w.elem, count, bucket, top, w.levels, out);
     st->decode_s += PMPI_Wtime() - t0;
     return gpu_status(d);
+}
+
+static int native_randk(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t count,
+                        gcmpi_ef_slot *ef)
+{
+    const gcmpi_config *cfg = ctx->cfg;
+    gcmpi_call_stats *st = ctx->stats;
+    const size_t k = gc_randk_count(count, &cfg->params);
+    if (gc_is_error(k)) return gcmpi_coll_mpi_error(gc_error_code(k));
+    const size_t marks = (count + GCMPI_RANDK_MARK_BLOCK - 1) / GCMPI_RANDK_MARK_BLOCK;
+    uint32_t *idx = gcmpi_scratch_get(ctx->scratch, GCMPI_SCR_AUX, k * sizeof(uint32_t));
+    /* The values and the marks, page-locked: MPI sums them. */
+    float *val = gcmpi_device_host_buffer(GCMPI_DEV_HOST_PAYLOAD, (k + marks) * sizeof(float));
+    gcmpi_gpu_ctx *gc = gcmpi_device_ctx();
+    const gcmpi_gpu_table *gpu = gc ? gcmpi_device_gpu() : NULL;
+    if (!idx || !val || !gpu) return MPI_ERR_NO_MEM;
+    float *mark = val + k;
+
+    double t0 = PMPI_Wtime();
+    /* The indices depend only on shared values: the same on every rank, and
+     * so is any failure. */
+    size_t got = gc_randk_indices(count, &cfg->params, ctx->call_seed, idx, ctx->ws);
+    if (gc_is_error(got)) return gcmpi_coll_mpi_error(gc_error_code(got));
+    if (got != k) return MPI_ERR_INTERN;
+    const float scale =
+        (cfg->params.flags & GC_PF_RANDK_UNBIASED) ? (float)((double)count / (double)k) : 1.0f;
+    /* The marks are made only where this rank's input held inf or NaN
+     * (run_kernels_as looked); a local failure takes part with zeros. */
+    size_t r = gpu->native_randk_values(gc, in, ef ? ef->residual : NULL, count, idx, k, scale, val);
+    if (!gc_is_error(r) && st->nonfinite_in)
+        r = gpu->native_randk_marks(gc, in, count, GCMPI_RANDK_MARK_BLOCK, mark);
+    else
+        memset(mark, 0, marks * sizeof(float));
+    if (gc_is_error(r)) memset(val, 0, (k + marks) * sizeof(float));
+    st->encode_s += PMPI_Wtime() - t0;
+
+    int rc = gcmpi_native_allreduce_big(ctx, NULL, val, k + marks, MPI_FLOAT, sizeof(float), MPI_SUM);
+    if (rc != MPI_SUCCESS) return rc;
+    if (gc_is_error(r)) return gpu_status(r);
+
+    t0 = PMPI_Wtime();
+    int any_mark = 0;
+    for (size_t b = 0; b < marks && !any_mark; b++) any_mark = mark[b] != 0.0f;
+    r = gpu->native_randk_out(gc, idx, k, val, any_mark ? mark : NULL, GCMPI_RANDK_MARK_BLOCK,
+                              count, out);
+    st->decode_s += PMPI_Wtime() - t0;
+    return gpu_status(r);
 }
 
 static int native_powersgd(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t count,
@@ -159,5 +210,6 @@ int gcmpi_device_allreduce_native(gcmpi_coll_ctx *ctx, const float *in, float *o
     if (strcmp(name, "none") == 0) return native_none(ctx, in, out, count);
     if (strcmp(name, "int8") == 0) return native_int8(ctx, in, out, count, ef);
     if (strcmp(name, "powersgd") == 0) return native_powersgd(ctx, in, out, count, ef);
+    if (strcmp(name, "randk") == 0) return native_randk(ctx, in, out, count, ef);
     return MPI_ERR_ARG;
 }

@@ -65,6 +65,9 @@ gcmpi_int_wire gcmpi_native_int_wire(int p);
  * was zero) or not finite, which would stay so: Q then restarts from the
  * seed. */
 int gcmpi_native_q_usable(const float *q, size_t n);
+/* randk's wire: after the k values, one float per block of this many
+ * elements, what the block's inf and NaN inputs sum to (0: none). */
+#define GCMPI_RANDK_MARK_BLOCK 4096
 /* 1 when hier runs its reduce-scatter style for count on nodes n. */
 int gcmpi_hier_scatter_style(const gcmpi_config *cfg, const gcmpi_nodes *n, size_t count);
 /* 1 when n is one node whose ranks share a window: hier is then the

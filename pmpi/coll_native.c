@@ -117,17 +117,15 @@ VEC_CLONES static uint32_t accumulate(float *restrict r, float *restrict u,
     return top;
 }
 
-#define RANDK_MARK_BLOCK 4096
-
 /* mark[b] = sum of the non-finite values of block b of in (0: none); all
  * zero without a scan when the caller found in finite. */
 static void nonfinite_marks(const float *in, size_t n, int nonfinite, float *mark)
 {
-    const size_t marks = (n + RANDK_MARK_BLOCK - 1) / RANDK_MARK_BLOCK;
+    const size_t marks = (n + GCMPI_RANDK_MARK_BLOCK - 1) / GCMPI_RANDK_MARK_BLOCK;
     memset(mark, 0, marks * sizeof(float));
     if (!nonfinite) return;
     for (size_t i = 0; i < n; i++)
-        if (!isfinite(in[i])) mark[i / RANDK_MARK_BLOCK] += in[i];
+        if (!isfinite(in[i])) mark[i / GCMPI_RANDK_MARK_BLOCK] += in[i];
 }
 
 static int native_randk(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t count,
@@ -137,11 +135,11 @@ static int native_randk(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t
     gcmpi_call_stats *st = ctx->stats;
     const size_t k = gc_randk_count(count, &cfg->params);
     if (gc_is_error(k)) return gcmpi_coll_mpi_error(gc_error_code(k));
-    /* After the k values, one float per block of RANDK_MARK_BLOCK elements:
+    /* After the k values, one float per block of GCMPI_RANDK_MARK_BLOCK elements:
      * what the block's non-finite inputs sum to (0 when finite), so MPI_SUM
      * makes the result non-finite in every block where its own sum of the
      * inputs would be, although randk sends none of those elements. */
-    const size_t marks = (count + RANDK_MARK_BLOCK - 1) / RANDK_MARK_BLOCK;
+    const size_t marks = (count + GCMPI_RANDK_MARK_BLOCK - 1) / GCMPI_RANDK_MARK_BLOCK;
     uint32_t *idx = gcmpi_scratch_get(ctx->scratch, GCMPI_SCR_AUX, k * sizeof(uint32_t));
     float *val = gcmpi_scratch_get(ctx->scratch, GCMPI_SCR_CHUNK, (k + marks) * sizeof(float));
     if (!idx || !val) return MPI_ERR_NO_MEM;
@@ -187,8 +185,8 @@ static int native_randk(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t
     for (size_t j = 0; j < k; j++) out[idx[j]] = val[j];
     for (size_t b = 0; b < marks; b++) {
         if (mark[b] == 0.0f) continue;
-        const size_t lo = b * RANDK_MARK_BLOCK;
-        const size_t hi = count - lo < RANDK_MARK_BLOCK ? count : lo + RANDK_MARK_BLOCK;
+        const size_t lo = b * GCMPI_RANDK_MARK_BLOCK;
+        const size_t hi = count - lo < GCMPI_RANDK_MARK_BLOCK ? count : lo + GCMPI_RANDK_MARK_BLOCK;
         for (size_t i = lo; i < hi; i++) out[i] += mark[b];
     }
     st->decode_s += PMPI_Wtime() - t0;

@@ -44,6 +44,13 @@ typedef struct gcmpi_gpu_table {
                                    void *q);
     size_t (*native_int8_dequantise)(gcmpi_gpu_ctx *ctx, const void *q, size_t elem, size_t n,
                                      size_t bucket, const float *top, float levels, float *out);
+    size_t (*native_randk_values)(gcmpi_gpu_ctx *ctx, const float *g, float *r, size_t n,
+                                  const uint32_t *idx, size_t k, float scale, float *vals);
+    size_t (*native_randk_marks)(gcmpi_gpu_ctx *ctx, const float *g, size_t n, size_t block,
+                                 float *marks);
+    size_t (*native_randk_out)(gcmpi_gpu_ctx *ctx, const uint32_t *idx, size_t k,
+                               const float *vals, const float *marks, size_t block, size_t n,
+                               float *out);
     size_t (*native_powersgd_p)(gcmpi_gpu_ctx *ctx, const float *g, float *r, size_t n,
                                 size_t rank, const float *q, float *p);
     size_t (*native_powersgd_q)(gcmpi_gpu_ctx *ctx, const float *m, size_t n, size_t rank,

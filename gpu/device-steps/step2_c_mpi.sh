@@ -3,7 +3,7 @@
 # cudaMalloc'd buffers from libgcmpi_gpu.so) with libgcmpi preloaded:
 # allreduce and allgather on device buffers, in place, compressed by the
 # GPU kernels (none with each algorithm, fp16, int8 by rsag and native,
-# powersgd by native, sign) and on the host
+# powersgd and randk by native, sign) and on the host
 # (topk), byte-equal to the same calls on host buffers, GCMPI_MOMENTUM
 # included (u and m on the device; one rank's buffer moved; a call with
 # odd ranks on host buffers); int, double, MAX and small calls staged,
@@ -37,6 +37,7 @@ one int8 0.05 int8 rsag
 one int8-native 0.05 int8 native
 CHECK=seeded
 one powersgd 2 powersgd native
+one randk 2 randk native
 CHECK=same
 one sign 0.95 sign allgather
 one topk 2 topk allgather

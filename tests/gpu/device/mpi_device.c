@@ -250,13 +250,18 @@ int main(int argc, char **argv)
     /* ---- the same calls on two duplicates of MPI_COMM_WORLD, device
      * buffers on one and host buffers on the other: each communicator's
      * call seeds advance alike, so codecs that draw from the seed
-     * (powersgd's starting Q) compare byte for byte too ("seeded") ---- */
+     * (randk's indices, powersgd's starting Q) compare byte for byte too
+     * ("seeded"); the second call is an overflow step on rank 0 ---- */
     if (same || seeded) {
         MPI_Comm on_dev, on_host;
         MPI_Comm_dup(MPI_COMM_WORLD, &on_dev);
         MPI_Comm_dup(MPI_COMM_WORLD, &on_host);
         for (int call = 16; call < 19; call++) {
             for (size_t i = 0; i < n; i++) host[i] = value(rank, i, call);
+            if (call == 17 && rank == 0) {
+                host[n - 1] = -INFINITY;
+                host[7] = NAN;
+            }
             put(d_ovf, host, n * sizeof(float));
             memcpy(h_ovf, host, n * sizeof(float));
             MPI_Allreduce(MPI_IN_PLACE, d_ovf, (int)n, MPI_FLOAT, MPI_SUM, on_dev);
