@@ -133,6 +133,8 @@ void gcmpi_nodes_free(gcmpi_nodes *nodes);
 #define GCMPI_AUTO_TRIAL_CALLS 3  /* calls each                         */
 #define GCMPI_AUTO_MARGIN 0.05    /* a lossy pick must beat passthrough's
                                      median call by this fraction          */
+#define GCMPI_AUTO_TIE 0.05       /* trial medians this close to the fastest
+                                     are a tie: the model's fastest of them */
 /* A sparse codec's kept fraction that moved by this factor since a size's
  * trial (GCMPI_WARMUP's decay from 0.25; not under the adaptive layer,
  * whose auto ratio is each rank's own) starts a new trial there, at most

@@ -18,7 +18,8 @@
  * and auto must not lose to native: per call size the model's pick, its
  * two runners-up and passthrough each run GCMPI_AUTO_TRIAL_CALLS calls, in
  * turn, and the fastest by its median call on the slowest rank is kept from
- * then on; a lossy one only when it beats passthrough by GCMPI_AUTO_MARGIN.
+ * then on; a lossy one only when it beats passthrough by GCMPI_AUTO_MARGIN;
+ * among candidates within GCMPI_AUTO_TIE of the fastest, the model's.
  *
  * A job run again finds both in GCMPI_AUTO_CACHE (auto_cache.h): the
  * agreed figures, checked against one link figure measured again, and
@@ -790,16 +791,38 @@ static int settle(gcmpi_coll_ctx *ctx, gcmpi_auto_choice *c)
     if (ctx->stats) ctx->stats->comm_s += PMPI_Wtime() - t0;
     if (rc != MPI_SUCCESS) return rc;
     memcpy(c->trial_median_s, agreed, (size_t)c->n_trial * sizeof agreed[0]);
-    /* The fastest compressed candidate, kept only when it beats passing
-     * through by the margin: a gain inside the noise of a few calls is
-     * not worth the codec's error, and a wrong call there loses to native. */
-    int best = -1, pass = -1;
-    for (int i = 0; i < c->n_trial; i++) {
+    /* What may be kept: passthrough and the exact candidates (hier inside
+     * one node's window) as they are, a lossy one only when it beats
+     * passing through by the margin: a gain inside the noise of a few
+     * calls is not worth the codec's error, and a wrong call there loses
+     * to native. */
+    int pass = -1;
+    for (int i = 0; i < c->n_trial; i++)
         if (c->trial[i] == GCMPI_ALGO_PASS) pass = i;
-        else if (best < 0 || agreed[i] < agreed[best]) best = i;
+    int ok[GCMPI_AUTO_TRIALS], best = -1;
+    for (int i = 0; i < c->n_trial; i++) {
+        ok[i] = pass < 0 || gcmpi_coll_exact(ctx, c->trial[i], c->count) ||
+                agreed[i] < (1.0 - GCMPI_AUTO_MARGIN) * agreed[pass];
+        if (ok[i] && (best < 0 || agreed[i] < agreed[best])) best = i;
     }
-    if (best < 0 || (pass >= 0 && !(agreed[best] < (1.0 - GCMPI_AUTO_MARGIN) * agreed[pass])))
-        best = pass;
+    /* Three calls each do not tell apart candidates within GCMPI_AUTO_TIE
+     * of the fastest (at 64 MiB over shared memory, 2 ranks, the trial put
+     * hier, native and passthrough within 3 %, and their settled calls then
+     * took 16.8, 21.1 and 35 ms): among those the model's fastest, a
+     * figure measured apart from those few calls. */
+    const gcmpi_auto_model *m = ctx->cache->model;
+    const gcmpi_cost_env env = gcmpi_auto_env_at(ctx->cfg, m, c->ratio);
+    const double bytes = (double)c->count * sizeof(float);
+    double best_model = gcmpi_cost_predict(&env, c->trial[best], m->inner, bytes);
+    const double band = (1.0 + GCMPI_AUTO_TIE) * agreed[best];
+    for (int i = 0; i < c->n_trial; i++) {
+        if (i == best || !ok[i] || !(agreed[i] <= band)) continue;
+        const double t = gcmpi_cost_predict(&env, c->trial[i], m->inner, bytes);
+        if (t < best_model) {
+            best_model = t;
+            best = i;
+        }
+    }
     c->algo = c->trial[best];
     c->settled = 1;
     remember_outcome(ctx->cache->model, c);

@@ -124,8 +124,7 @@ size_t gcmpi_coll_momentum_floats(const gcmpi_config *cfg, size_t count)
     return cfg->momentum > 0.0 && residuals ? 2 * count : 0;
 }
 
-/* Algorithms that hand MPI_SUM the gradient itself: nothing is dropped. */
-static int exact_algo(gcmpi_coll_ctx *ctx, gcmpi_algo algo, size_t count)
+int gcmpi_coll_exact(gcmpi_coll_ctx *ctx, gcmpi_algo algo, size_t count)
 {
     return algo == GCMPI_ALGO_PASS || (algo == GCMPI_ALGO_HIER && gcmpi_hier_exact(ctx, count));
 }
@@ -161,7 +160,7 @@ int gcmpi_allreduce_compressed(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float
      * is the same on every rank, so the lapse is too. */
     const int correct = count && gcmpi_coll_supports(ctx->cfg->codec, algo) &&
                         gcmpi_coll_momentum_floats(ctx->cfg, count) > 0;
-    const int exact = correct && exact_algo(ctx, algo, count);
+    const int exact = correct && gcmpi_coll_exact(ctx, algo, count);
     if (exact && ef && ef->momentum && ef->momentum_lapsed) *ef->momentum_lapsed = 1;
     if (rc == MPI_SUCCESS && correct && !exact)
         rc = gcmpi_coll_momentum_allreduce(ctx, algo, in, out, count, ef);
@@ -183,7 +182,7 @@ int gcmpi_coll_run(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in, float 
      * over the input (it cost auto's passthrough pick 20% against
      * PMPI_Allreduce at 16 MiB over shared memory, and hier a tenth of its
      * 64 MiB call on 4 ranks). */
-    if (exact_algo(ctx, algo, count))
+    if (gcmpi_coll_exact(ctx, algo, count))
         return gcmpi_coll_dispatch(ctx, algo, in, out, count, ef);
     if (!gc_all_finite(in, count)) {
         /* An overflow step (inf or NaN in this rank's gradient, or in a

@@ -70,6 +70,9 @@ int gcmpi_native_q_usable(const float *q, size_t n);
 #define GCMPI_RANDK_MARK_BLOCK 4096
 /* 1 when hier runs its reduce-scatter style for count on nodes n. */
 int gcmpi_hier_scatter_style(const gcmpi_config *cfg, const gcmpi_nodes *n, size_t count);
+/* 1 for the algorithms that hand MPI_SUM the gradient itself, nothing
+ * dropped: passthrough, and hier when gcmpi_hier_exact. */
+int gcmpi_coll_exact(gcmpi_coll_ctx *ctx, gcmpi_algo algo, size_t count);
 /* 1 when n is one node whose ranks share a window: hier is then the
  * window's exact allreduce, nothing compressed. */
 int gcmpi_hier_one_node_window(const gcmpi_config *cfg, const gcmpi_nodes *n, size_t count);

@@ -1247,6 +1247,50 @@ static void test_auto_trial_settles_on_the_measured_fastest(harness *h)
     use_node_size(h, 0);
 }
 
+/* Trial medians within GCMPI_AUTO_TIE of the fastest are a tie, which
+ * the model settles (the first lossy candidate in the trial's order, the
+ * model's); a gap past it is the trial's. Times faked per candidate, the
+ * same on all ranks: passthrough slow, the lossy ones 0.50 ms but the
+ * model's last one 0.49 (a tie) or 0.40 (faster). */
+static void test_auto_trial_ties_go_to_the_model(harness *h)
+{
+    use_node_size(h, 1);
+    h->cfg.algo = GCMPI_ALGO_AUTO;
+    use_codec(h, "topk");
+    const size_t n = 1 << 16;
+    for (int gap = 0; gap < 2; gap++) {
+        gcmpi_coll_cache_free(&h->cache);
+        int rc = MPI_SUCCESS;
+        gcmpi_algo a = gcmpi_coll_pick(&h->ctx, n, &rc);
+        gcmpi_auto_choice *c = h->cache.model ? &h->cache.model->choices[0] : NULL;
+        CHECK(c && rc == MPI_SUCCESS, "no trial (rc %d)", rc);
+        if (!c) return;
+        int first = -1, last = -1;
+        for (int i = 0; i < c->n_trial; i++)
+            if (c->trial[i] != GCMPI_ALGO_PASS) {
+                if (first < 0) first = i;
+                last = i;
+            }
+        CHECK(first >= 0 && last > first, "%d candidates: no two lossy ones", c->n_trial);
+        if (!(first >= 0 && last > first)) return;
+        while (!c->settled && rc == MPI_SUCCESS) {
+            int idx = 0;
+            while (idx < c->n_trial && c->trial[idx] != a) idx++;
+            const double t = a == GCMPI_ALGO_PASS ? 1e-3 : idx == last ? (gap ? 0.40e-3 : 0.49e-3)
+                                                                        : 0.50e-3;
+            gcmpi_auto_note(&h->ctx, n, a, t);
+            a = gcmpi_coll_pick(&h->ctx, n, &rc);
+        }
+        const gcmpi_algo want = c->trial[gap ? last : first];
+        CHECK(c->algo == want, "%s: settled on %s, want %s", gap ? "a gap" : "a tie",
+              gcmpi_algo_name(c->algo), gcmpi_algo_name(want));
+        int settled = (int)c->algo;
+        CHECK(same_on_all_ranks(h, (const float *)&settled, 1), "settled choices differ");
+    }
+    gcmpi_coll_cache_free(&h->cache);
+    use_node_size(h, 0);
+}
+
 /* The margin: a lossy candidate whose best trial call is within
  * GCMPI_AUTO_MARGIN of passthrough's is not kept (passthrough is); one that
  * is clearly faster is. Times are faked per candidate, the same on all
@@ -1845,6 +1889,7 @@ int main(int argc, char **argv)
         T(test_auto_pick_is_the_same_on_every_rank_whatever_each_measured),
         T(test_auto_measures_once_and_results_agree),
         T(test_auto_trial_settles_on_the_measured_fastest),
+        T(test_auto_trial_ties_go_to_the_model),
         T(test_auto_cache_file_round_trips_and_refuses_damage),
         T(test_auto_keeps_its_calibration_between_jobs),
         T(test_auto_keeps_a_lossy_pick_only_when_clearly_faster),
