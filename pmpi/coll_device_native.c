@@ -61,7 +61,8 @@ static int native_int8(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t 
     const size_t nb = (count + bucket - 1) / bucket;
     const gcmpi_int_wire w = gcmpi_native_int_wire(ctx->size);
     /* The maxima, then the levels (4-byte aligned behind them). */
-    float *top = gcmpi_device_host_buffer(GCMPI_DEV_HOST_PAYLOAD, nb * sizeof(float) + count * w.elem);
+    float *top =
+        gcmpi_device_host_buffer(GCMPI_DEV_HOST_PAYLOAD, nb * sizeof(float) + count * w.elem);
     gcmpi_gpu_ctx *gc = gcmpi_device_ctx();
     const gcmpi_gpu_table *gpu = gc ? gcmpi_device_gpu() : NULL;
     if (!top || !gpu) return MPI_ERR_NO_MEM;
@@ -118,7 +119,8 @@ static int native_randk(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t
         (cfg->params.flags & GC_PF_RANDK_UNBIASED) ? (float)((double)count / (double)k) : 1.0f;
     /* The marks are made only where this rank's input held inf or NaN
      * (run_kernels_as looked); a local failure takes part with zeros. */
-    size_t r = gpu->native_randk_values(gc, in, ef ? ef->residual : NULL, count, idx, k, scale, val);
+    size_t r =
+        gpu->native_randk_values(gc, in, ef ? ef->residual : NULL, count, idx, k, scale, val);
     if (!gc_is_error(r) && st->nonfinite_in)
         r = gpu->native_randk_marks(gc, in, count, GCMPI_RANDK_MARK_BLOCK, mark);
     else
@@ -126,7 +128,8 @@ static int native_randk(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t
     if (gc_is_error(r)) memset(val, 0, (k + marks) * sizeof(float));
     st->encode_s += PMPI_Wtime() - t0;
 
-    int rc = gcmpi_native_allreduce_big(ctx, NULL, val, k + marks, MPI_FLOAT, sizeof(float), MPI_SUM);
+    int rc = gcmpi_native_allreduce_big(ctx, NULL, val, k + marks, MPI_FLOAT, sizeof(float),
+                                        MPI_SUM);
     if (rc != MPI_SUCCESS) return rc;
     if (gc_is_error(r)) return gpu_status(r);
 

@@ -74,8 +74,8 @@ int gcmpi_native_allreduce_big(gcmpi_coll_ctx *ctx, const void *send, void *recv
 /* Lossless: the residual stays zero and is not read. */
 static int native_none(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t count)
 {
-    return gcmpi_native_allreduce_big(ctx, in == out ? NULL : in, out, count, MPI_FLOAT, sizeof(float),
-                         MPI_SUM);
+    return gcmpi_native_allreduce_big(ctx, in == out ? NULL : in, out, count, MPI_FLOAT,
+                                      sizeof(float), MPI_SUM);
 }
 
 /* ---- randk ---------------------------------------------------------------- */
@@ -177,7 +177,8 @@ static int native_randk(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t
     }
     st->encode_s += PMPI_Wtime() - t0;
 
-    int rc = gcmpi_native_allreduce_big(ctx, NULL, val, k + marks, MPI_FLOAT, sizeof(float), MPI_SUM);
+    int rc = gcmpi_native_allreduce_big(ctx, NULL, val, k + marks, MPI_FLOAT, sizeof(float),
+                                        MPI_SUM);
     if (rc != MPI_SUCCESS) return rc;
 
     t0 = PMPI_Wtime();
