@@ -197,24 +197,6 @@ const gpu_codec gpu_codec_powersgd = {ID_POWERSGD, ps_encode, ps_decode_add};
  * the small P and Q live on the host, where the MPI library sums them and
  * P is orthonormalised by the CPU code (rows x rank^2 work). */
 
-/* p and q (host) to and from device scratch around the kernels. */
-static size_t ps_host_copy(gcmpi_gpu_ctx *ctx, void *dst, const void *src, size_t bytes,
-                           cudaMemcpyKind kind, size_t e)
-{
-    if (!gc_is_error(e) && bytes && cudaMemcpyAsync(dst, src, bytes, kind, ctx->stream) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return GC_ERR(GENERIC);
-    }
-    return e;
-}
-
-static size_t ps_finish(gcmpi_gpu_ctx *ctx, scratch *s, size_t e)
-{
-    scratch_release(ctx, s);
-    const size_t done = sync_status(ctx);
-    return gc_is_error(e) ? e : done;
-}
-
 extern "C" size_t gcmpi_gpu_native_powersgd_p(gcmpi_gpu_ctx *ctx, const float *g, float *r,
                                               size_t n, size_t rank, const float *q, float *p)
 {
@@ -234,11 +216,11 @@ extern "C" size_t gcmpi_gpu_native_powersgd_p(gcmpi_gpu_ctx *ctx, const float *g
     float *qd = (float *)scratch_get(ctx, &s, nq * sizeof(float));
     float *pd = (float *)scratch_get(ctx, &s, np * sizeof(float));
     size_t e = qd && pd ? 0 : GC_ERR(ALLOC);
-    e = ps_host_copy(ctx, qd, q, nq * sizeof(float), cudaMemcpyHostToDevice, e);
+    queue_copy(ctx, qd, q, nq * sizeof(float), cudaMemcpyHostToDevice, &e);
     if (!gc_is_error(e))
         k_ps_p<<<blocks_for(np, GPU_THREADS), GPU_THREADS, 0, st>>>(r ? r : g, n, sh.rows, sh.cols, sh.rank, qd, pd);
-    e = ps_host_copy(ctx, p, pd, np * sizeof(float), cudaMemcpyDeviceToHost, e);
-    e = ps_finish(ctx, &s, e);
+    queue_copy(ctx, p, pd, np * sizeof(float), cudaMemcpyDeviceToHost, &e);
+    e = release_and_wait(ctx, &s, e);
     return gc_is_error(e) ? e : finite;
 }
 
@@ -255,13 +237,13 @@ extern "C" size_t gcmpi_gpu_native_powersgd_q(gcmpi_gpu_ctx *ctx, const float *m
     float *pd = (float *)scratch_get(ctx, &s, np * sizeof(float));
     float *qd = (float *)scratch_get(ctx, &s, nq * sizeof(float));
     size_t e = qd && pd ? 0 : GC_ERR(ALLOC);
-    e = ps_host_copy(ctx, pd, p, np * sizeof(float), cudaMemcpyHostToDevice, e);
+    queue_copy(ctx, pd, p, np * sizeof(float), cudaMemcpyHostToDevice, &e);
     if (!gc_is_error(e)) {
         k_ps_q<<<blocks_for(nq, GPU_THREADS), GPU_THREADS, 0, st>>>(m, n, sh.cols, sh.rank, pd, qd);
         if (r_sub) k_ps_lowrank_add<<<blocks_for(n, GPU_THREADS), GPU_THREADS, 0, st>>>(pd, qd, n, sh.cols, sh.rank, -1.0f, r_sub);
     }
-    e = ps_host_copy(ctx, q, qd, nq * sizeof(float), cudaMemcpyDeviceToHost, e);
-    return ps_finish(ctx, &s, e);
+    queue_copy(ctx, q, qd, nq * sizeof(float), cudaMemcpyDeviceToHost, &e);
+    return release_and_wait(ctx, &s, e);
 }
 
 extern "C" size_t gcmpi_gpu_native_powersgd_out(gcmpi_gpu_ctx *ctx, const float *p, const float *q,
@@ -280,9 +262,9 @@ extern "C" size_t gcmpi_gpu_native_powersgd_out(gcmpi_gpu_ctx *ctx, const float 
         (void)cudaGetLastError();
         e = GC_ERR(GENERIC);
     }
-    e = ps_host_copy(ctx, pd, p, np * sizeof(float), cudaMemcpyHostToDevice, e);
-    e = ps_host_copy(ctx, qd, q, nq * sizeof(float), cudaMemcpyHostToDevice, e);
+    queue_copy(ctx, pd, p, np * sizeof(float), cudaMemcpyHostToDevice, &e);
+    queue_copy(ctx, qd, q, nq * sizeof(float), cudaMemcpyHostToDevice, &e);
     if (!gc_is_error(e) && np && n)
         k_ps_lowrank_add<<<blocks_for(n, GPU_THREADS), GPU_THREADS, 0, st>>>(pd, qd, n, sh.cols, sh.rank, 1.0f, out);
-    return ps_finish(ctx, &s, e);
+    return release_and_wait(ctx, &s, e);
 }

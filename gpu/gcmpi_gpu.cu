@@ -253,16 +253,6 @@ static void write_header(uint8_t *d, unsigned id, unsigned flags, uint64_t n, ui
 }
 
 /* Queue a copy and note a failure in *r (which keeps the first error). */
-static void queue_copy(gcmpi_gpu_ctx *ctx, void *dst, const void *src, size_t bytes,
-                       cudaMemcpyKind kind, size_t *r)
-{
-    if (gc_is_error(*r) || bytes == 0) return;
-    if (cudaMemcpyAsync(dst, src, bytes, kind, ctx->stream) != cudaSuccess) {
-        (void)cudaGetLastError();
-        *r = GC_ERR(GENERIC);
-    }
-}
-
 /* Steady path (finite input, device dst, no CRC): the non-finite check and
  * the codec's kernels queued back to back, the check folded into the
  * codec's own read of g where it offers (scratch.check; with a residual

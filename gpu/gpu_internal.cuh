@@ -195,6 +195,27 @@ static inline uint8_t *body_to_device(gcmpi_gpu_ctx *ctx, scratch *s, const uint
     return d;
 }
 
+/* A copy queued on the context's stream unless *r already holds an error
+ * (then nothing); a failure to queue sets *r. */
+static inline void queue_copy(gcmpi_gpu_ctx *ctx, void *dst, const void *src, size_t bytes,
+                              cudaMemcpyKind kind, size_t *r)
+{
+    if (gc_is_error(*r) || bytes == 0) return;
+    if (cudaMemcpyAsync(dst, src, bytes, kind, ctx->stream) != cudaSuccess) {
+        (void)cudaGetLastError();
+        *r = GC_ERR(GENERIC);
+    }
+}
+
+/* The end of a call: its scratch released (stream-ordered) and the stream
+ * waited for; e, or the stream's failure. */
+static inline size_t release_and_wait(gcmpi_gpu_ctx *ctx, scratch *s, size_t e)
+{
+    scratch_release(ctx, s);
+    const size_t done = sync_status(ctx);
+    return gc_is_error(e) ? e : done;
+}
+
 /* The context's decode error word: cleared before the kernels that may set
  * it, then read: GC_ERR_CORRUPT when one did. */
 static inline size_t flag_clear(gcmpi_gpu_ctx *ctx)

@@ -75,23 +75,6 @@ __global__ void k_native_dequantise(const void *q, size_t elem, size_t n, size_t
 
 static int wire_ok(size_t elem) { return elem == 1 || elem == 2 || elem == 4; }
 
-static void queue(gcmpi_gpu_ctx *ctx, void *dst, const void *src, size_t bytes,
-                  cudaMemcpyKind kind, size_t *r)
-{
-    if (!gc_is_error(*r) && bytes && cudaMemcpyAsync(dst, src, bytes, kind, ctx->stream) != cudaSuccess) {
-        (void)cudaGetLastError();
-        *r = GC_ERR(GENERIC);
-    }
-}
-
-/* Release the call's scratch and wait: r, or the stream's failure. */
-static size_t finish(gcmpi_gpu_ctx *ctx, scratch *s, size_t r)
-{
-    scratch_release(ctx, s);
-    const size_t done = sync_status(ctx);
-    return gc_is_error(r) ? r : done;
-}
-
 extern "C" size_t gcmpi_gpu_native_int8_max(gcmpi_gpu_ctx *ctx, const float *g, float *r,
                                             size_t n, size_t bucket, float *top)
 {
@@ -106,70 +89,67 @@ extern "C" size_t gcmpi_gpu_native_int8_max(gcmpi_gpu_ctx *ctx, const float *g, 
     if (amax) {
         gpu_bucket_absmax(ctx, g, r, n, bucket, amax);
         k_native_top<<<blocks_for(nb, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(amax, nb);
-        queue(ctx, top, amax, 4 * nb, cudaMemcpyDeviceToHost, &e);
+        queue_copy(ctx, top, amax, 4 * nb, cudaMemcpyDeviceToHost, &e);
     }
-    return finish(ctx, &s, e);
+    return release_and_wait(ctx, &s, e);
 }
 
-/* The agreed maxima on the device and each bucket's inv and step; NULL
- * top_dev on failure (*e set). */
-static void steps_on_device(gcmpi_gpu_ctx *ctx, scratch *s, const float *top, size_t nb,
-                            float levels, float **top_dev, float **inv, float **step, size_t *e)
+/* What quantise and dequantise share: the arguments checked, then on the
+ * device the agreed maxima, each bucket's inv and step, and room for the
+ * levels (q). Returns 0 or an error; c->nb is 0 when there is nothing to
+ * do. c->s is released by release_and_wait. */
+typedef struct levels_call {
+    scratch s;
+    size_t nb;
+    float *top, *inv, *step;
+    void *q;
+} levels_call;
+
+static size_t levels_begin(gcmpi_gpu_ctx *ctx, const float *top, size_t n, size_t bucket,
+                           float levels, size_t elem, levels_call *c)
 {
-    *top_dev = (float *)scratch_get(ctx, s, 4 * nb);
-    *inv = (float *)scratch_get(ctx, s, 4 * nb);
-    *step = (float *)scratch_get(ctx, s, 4 * nb);
-    if (!*top_dev || !*inv || !*step) {
-        *e = GC_ERR(ALLOC);
-        *top_dev = NULL;
-        return;
-    }
-    queue(ctx, *top_dev, top, 4 * nb, cudaMemcpyHostToDevice, e);
-    k_native_steps<<<blocks_for(nb, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(*top_dev, nb, levels, *inv, *step);
+    memset(c, 0, sizeof *c);
+    if (!ctx || bucket == 0 || !wire_ok(elem) || !(levels >= 1.0f && levels <= 127.0f))
+        return GC_ERR(GENERIC);
+    c->nb = bucket_count(n, bucket);
+    if (c->nb == 0) return 0;
+    c->top = (float *)scratch_get(ctx, &c->s, 4 * c->nb);
+    c->inv = (float *)scratch_get(ctx, &c->s, 4 * c->nb);
+    c->step = (float *)scratch_get(ctx, &c->s, 4 * c->nb);
+    c->q = scratch_get(ctx, &c->s, n * elem);
+    if (!c->top || !c->inv || !c->step || !c->q) return GC_ERR(ALLOC);
+    size_t e = 0;
+    queue_copy(ctx, c->top, top, 4 * c->nb, cudaMemcpyHostToDevice, &e);
+    if (!gc_is_error(e))
+        k_native_steps<<<blocks_for(c->nb, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(c->top, c->nb, levels, c->inv, c->step);
+    return e;
 }
 
 extern "C" size_t gcmpi_gpu_native_int8_quantise(gcmpi_gpu_ctx *ctx, const float *g, float *r,
                                                  size_t n, size_t bucket, const float *top,
                                                  float levels, size_t elem, void *q)
 {
-    if (!ctx || bucket == 0 || !wire_ok(elem) || !(levels >= 1.0f && levels <= 127.0f))
-        return GC_ERR(GENERIC);
-    const size_t nb = bucket_count(n, bucket);
-    if (nb == 0) return 0;
-    scratch s;
-    memset(&s, 0, sizeof s);
-    size_t e = 0;
-    float *top_dev, *inv, *step;
-    steps_on_device(ctx, &s, top, nb, levels, &top_dev, &inv, &step, &e);
-    void *q_dev = top_dev ? scratch_get(ctx, &s, n * elem) : NULL;
-    if (top_dev && !q_dev) e = GC_ERR(ALLOC);
-    if (q_dev) {
-        k_native_quantise<<<blocks_for(n, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(g, r, n, bucket, top_dev, inv, step, levels, elem, q_dev);
-        queue(ctx, q, q_dev, n * elem, cudaMemcpyDeviceToHost, &e);
+    levels_call c;
+    size_t e = levels_begin(ctx, top, n, bucket, levels, elem, &c);
+    if (!gc_is_error(e) && c.nb) {
+        k_native_quantise<<<blocks_for(n, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(g, r, n, bucket, c.top, c.inv, c.step, levels, elem, c.q);
+        queue_copy(ctx, q, c.q, n * elem, cudaMemcpyDeviceToHost, &e);
     }
-    return finish(ctx, &s, e);
+    return ctx ? release_and_wait(ctx, &c.s, e) : e;
 }
 
 extern "C" size_t gcmpi_gpu_native_int8_dequantise(gcmpi_gpu_ctx *ctx, const void *q, size_t elem,
                                                    size_t n, size_t bucket, const float *top,
                                                    float levels, float *out)
 {
-    if (!ctx || bucket == 0 || !wire_ok(elem) || !(levels >= 1.0f && levels <= 127.0f))
-        return GC_ERR(GENERIC);
-    const size_t nb = bucket_count(n, bucket);
-    if (nb == 0) return 0;
-    scratch s;
-    memset(&s, 0, sizeof s);
-    size_t e = 0;
-    float *top_dev, *inv, *step;
-    steps_on_device(ctx, &s, top, nb, levels, &top_dev, &inv, &step, &e);
-    void *q_dev = top_dev ? scratch_get(ctx, &s, n * elem) : NULL;
-    if (top_dev && !q_dev) e = GC_ERR(ALLOC);
-    if (q_dev) {
-        queue(ctx, q_dev, q, n * elem, cudaMemcpyHostToDevice, &e);
-        k_native_dequantise<<<blocks_for(n, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(q_dev, elem, n, bucket, step, out);
+    levels_call c;
+    size_t e = levels_begin(ctx, top, n, bucket, levels, elem, &c);
+    if (!gc_is_error(e) && c.nb) {
+        queue_copy(ctx, c.q, q, n * elem, cudaMemcpyHostToDevice, &e);
+        if (!gc_is_error(e))
+            k_native_dequantise<<<blocks_for(n, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(c.q, elem, n, bucket, c.step, out);
     }
-    return finish(ctx, &s, e);
+    return ctx ? release_and_wait(ctx, &c.s, e) : e;
 }
 
 /* ---- randk ----------------------------------------------------------------
@@ -241,7 +221,7 @@ static uint32_t *indices_on_device(gcmpi_gpu_ctx *ctx, scratch *s, const uint32_
         *e = GC_ERR(ALLOC);
         return NULL;
     }
-    queue(ctx, d, idx, k * sizeof(uint32_t), cudaMemcpyHostToDevice, e);
+    queue_copy(ctx, d, idx, k * sizeof(uint32_t), cudaMemcpyHostToDevice, e);
     return gc_is_error(*e) ? NULL : d;
 }
 
@@ -261,11 +241,11 @@ extern "C" size_t gcmpi_gpu_native_randk_values(gcmpi_gpu_ctx *ctx, const float 
     if (d_idx && !d_vals) e = GC_ERR(ALLOC);
     if (d_vals && k) {
         k_native_randk_gather<<<blocks_for(k, GPU_THREADS), GPU_THREADS, 0, st>>>(d_idx, k, r ? r : g, r, scale, d_vals);
-        queue(ctx, vals, d_vals, k * sizeof(float), cudaMemcpyDeviceToHost, &e);
+        queue_copy(ctx, vals, d_vals, k * sizeof(float), cudaMemcpyDeviceToHost, &e);
     }
     if (d_vals && r && n)
         k_native_zero_if<<<blocks_for(n, GPU_THREADS), GPU_THREADS, 0, st>>>(r, n, ctx->flag);
-    return finish(ctx, &s, e);
+    return release_and_wait(ctx, &s, e);
 }
 
 extern "C" size_t gcmpi_gpu_native_randk_marks(gcmpi_gpu_ctx *ctx, const float *g, size_t n,
@@ -280,9 +260,9 @@ extern "C" size_t gcmpi_gpu_native_randk_marks(gcmpi_gpu_ctx *ctx, const float *
     size_t e = d ? 0 : GC_ERR(ALLOC);
     if (d) {
         k_native_randk_marks<<<blocks_for(nb, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(g, n, block, nb, d);
-        queue(ctx, marks, d, nb * sizeof(float), cudaMemcpyDeviceToHost, &e);
+        queue_copy(ctx, marks, d, nb * sizeof(float), cudaMemcpyDeviceToHost, &e);
     }
-    return finish(ctx, &s, e);
+    return release_and_wait(ctx, &s, e);
 }
 
 extern "C" size_t gcmpi_gpu_native_randk_out(gcmpi_gpu_ctx *ctx, const uint32_t *idx, size_t k,
@@ -304,11 +284,11 @@ extern "C" size_t gcmpi_gpu_native_randk_out(gcmpi_gpu_ctx *ctx, const uint32_t 
     float *d_vals = d_idx ? (float *)scratch_get(ctx, &s, (k ? k : 1) * sizeof(float)) : NULL;
     float *d_mark = d_vals && marks ? (float *)scratch_get(ctx, &s, nb * sizeof(float)) : NULL;
     if (d_idx && (!d_vals || (marks && !d_mark))) e = GC_ERR(ALLOC);
-    queue(ctx, d_vals, vals, k * sizeof(float), cudaMemcpyHostToDevice, &e);
-    if (d_mark) queue(ctx, d_mark, marks, nb * sizeof(float), cudaMemcpyHostToDevice, &e);
+    queue_copy(ctx, d_vals, vals, k * sizeof(float), cudaMemcpyHostToDevice, &e);
+    if (d_mark) queue_copy(ctx, d_mark, marks, nb * sizeof(float), cudaMemcpyHostToDevice, &e);
     if (!gc_is_error(e) && k)
         k_native_randk_scatter<<<blocks_for(k, GPU_THREADS), GPU_THREADS, 0, st>>>(d_idx, k, d_vals, out);
     if (!gc_is_error(e) && d_mark)
         k_native_randk_add_marks<<<blocks_for(n, GPU_THREADS), GPU_THREADS, 0, st>>>(out, n, block, d_mark);
-    return finish(ctx, &s, e);
+    return release_and_wait(ctx, &s, e);
 }
