@@ -189,12 +189,9 @@ int gcmpi_coll_run(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in, float 
          * node's sum under hier): sent as it is (a flagged payload; native
          * paths mark its blocks), so the sum is non-finite where MPI_SUM's
          * is, and neither the residual nor the momentum takes the value. */
-        gcmpi_ef_slot bare = {0};
-        if (ef) bare = *ef;
-        bare.residual = NULL;
-        bare.momentum = NULL;
+        gcmpi_ef_slot bare;
         ctx->stats->nonfinite_in = 1;
-        return gcmpi_coll_dispatch(ctx, algo, in, out, count, ef ? &bare : NULL);
+        return gcmpi_coll_dispatch(ctx, algo, in, out, count, gcmpi_ef_without_state(ef, &bare));
     }
     return gcmpi_coll_dispatch(ctx, algo, in, out, count, ef);
 }

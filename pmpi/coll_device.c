@@ -11,8 +11,8 @@
  * The native algorithm (none, int8, randk, powersgd) runs on the device too
  * (coll_device_native.c). Where the GPU library has no kernels (a codec it
  * does not support, a zstd stage, DGC momentum inside the encode
- * (GCMPI_EF_MOMENTUM), hier, sparse_rd), the
- * call is compressed on the host instead: the
+ * (GCMPI_EF_MOMENTUM), hier, sparse_rd), the call is compressed on the
+ * host instead: the
  * vector and the slot's device state are copied to page-locked buffers,
  * the host algorithm runs, and output and state are copied back. The
  * statistics count the two kinds apart (device.h). */
@@ -350,7 +350,16 @@ static int both_on_device(const void *a, const void *b)
     return g && g->is_device_pointer(a) && g->is_device_pointer(b);
 }
 
-static int dev_finite(const float *g, size_t n, int *yes);
+static int dev_status(size_t r) { return gc_is_error(r) ? MPI_ERR_OTHER : MPI_SUCCESS; }
+
+static int dev_finite(const float *g, size_t n, int *yes)
+{
+    gcmpi_gpu_ctx *gc;
+    const gcmpi_gpu_table *gpu = gpu_of(&gc);
+    const size_t r = gpu ? gpu->all_finite(gc, g, n) : GCMPI_GC_ERROR(GC_ERR_GENERIC);
+    *yes = r == 1;
+    return dev_status(r);
+}
 
 /* The kernels' collective (allgather, rsag or native) on device buffers;
  * finite: the caller knows in holds no inf or NaN. The encode kernels
@@ -373,12 +382,7 @@ static int run_kernels_as(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in,
         ctx->stats->encode_s += PMPI_Wtime() - t0;
         if (local == MPI_SUCCESS && !yes) ctx->stats->nonfinite_in = 1; /* randk's marks */
         /* A failed check still takes part, leaving the residual alone. */
-        if (ef && (local != MPI_SUCCESS || !yes)) {
-            bare = *ef;
-            bare.residual = NULL;
-            bare.momentum = NULL;
-            ef = &bare;
-        }
+        if (local != MPI_SUCCESS || !yes) ef = gcmpi_ef_without_state(ef, &bare);
     }
     const int rc = gcmpi_device_allreduce_native(ctx, in, out, count, ef);
     return local != MPI_SUCCESS ? local : rc;
@@ -399,17 +403,6 @@ static int run_kernels_finite(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float 
 /* ---- GCMPI_MOMENTUM on device vectors: coll_momentum.c's agreement,
  * with u, m and the sums in device memory and the GPU's kernels
  * (bit for bit the host's loops, gpu_momentum.cu) --------------------------- */
-
-static int dev_status(size_t r) { return gc_is_error(r) ? MPI_ERR_OTHER : MPI_SUCCESS; }
-
-static int dev_finite(const float *g, size_t n, int *yes)
-{
-    gcmpi_gpu_ctx *gc;
-    const gcmpi_gpu_table *gpu = gpu_of(&gc);
-    const size_t r = gpu ? gpu->all_finite(gc, g, n) : GCMPI_GC_ERROR(GC_ERR_GENERIC);
-    *yes = r == 1;
-    return dev_status(r);
-}
 
 static int dev_accumulate(float *u, const float *g, size_t n, float beta)
 {

@@ -70,6 +70,18 @@ int gcmpi_native_q_usable(const float *q, size_t n);
 #define GCMPI_RANDK_MARK_BLOCK 4096
 /* 1 when hier runs its reduce-scatter style for count on nodes n. */
 int gcmpi_hier_scatter_style(const gcmpi_config *cfg, const gcmpi_nodes *n, size_t count);
+/* ef for an overflow step (inf or NaN in the input): its slot without the
+ * residual and the momentum, which must not take the value (in *bare), or
+ * NULL without a slot. */
+static inline gcmpi_ef_slot *gcmpi_ef_without_state(const gcmpi_ef_slot *ef, gcmpi_ef_slot *bare)
+{
+    if (!ef) return NULL;
+    *bare = *ef;
+    bare->residual = NULL;
+    bare->momentum = NULL;
+    return bare;
+}
+
 /* 1 for the algorithms that hand MPI_SUM the gradient itself, nothing
  * dropped: passthrough, and hier when gcmpi_hier_exact. */
 int gcmpi_coll_exact(gcmpi_coll_ctx *ctx, gcmpi_algo algo, size_t count);
