@@ -12,10 +12,9 @@
  * (coll_device_native.c). Where the GPU library has no kernels (a codec it
  * does not support, a zstd stage, DGC momentum inside the encode
  * (GCMPI_EF_MOMENTUM), hier, sparse_rd), the call is compressed on the
- * host instead: the
- * vector and the slot's device state are copied to page-locked buffers,
- * the host algorithm runs, and output and state are copied back. The
- * statistics count the two kinds apart (device.h). */
+ * host instead: the vector and the slot's device state are copied to
+ * page-locked buffers, the host algorithm runs, and output and state are
+ * copied back. The statistics count the two kinds apart (device.h). */
 #include "coll_device.h"
 
 #include "coll_impl.h"
