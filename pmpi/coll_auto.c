@@ -33,6 +33,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #define SMALL_BYTES ((size_t)16 << 10)
 #define LARGE_BYTES ((size_t)1 << 20)
@@ -177,6 +178,26 @@ static double time_prim_n(prim k, MPI_Comm comm, uint8_t *a, uint8_t *b, size_t 
 static double time_prim(prim k, MPI_Comm comm, uint8_t *a, uint8_t *b, size_t bytes)
 {
     return time_prim_n(k, comm, a, b, bytes, REPEATS);
+}
+
+/* Waits on the node until every rank of it gets here, sleeping between
+ * tests. Where only the node leaders time the link between nodes, the
+ * others would otherwise spin in their next collective on the node (MPI
+ * polls) and take the cores the leaders' runs need: on the emulated
+ * 2 x 4 cluster, 8 ranks on 2 cores, six spinning ranks put a 128 KiB
+ * allgather of the two leaders at 15 ms and a 512 KiB one no dearer, and
+ * the model then sent 16 MB across the 1 Gbit/s link in 33 ms. Collective
+ * over node. */
+static int node_wait_quietly(MPI_Comm node)
+{
+    MPI_Request req;
+    int rc = PMPI_Ibarrier(node, &req), done = 0;
+    const struct timespec nap = {.tv_sec = 0, .tv_nsec = 100000};
+    while (rc == MPI_SUCCESS && !done) {
+        rc = PMPI_Test(&req, &done, MPI_STATUS_IGNORE);
+        if (rc == MPI_SUCCESS && !done) nanosleep(&nap, NULL);
+    }
+    return rc;
 }
 
 /* hier's two phases inside the node through its shared window, as
@@ -391,6 +412,7 @@ static int measure(gcmpi_coll_ctx *ctx, gcmpi_nodes *nodes, double *f)
         measure_comm(ctx->comm, &f[F_AR1], a, b, big);
         if (nodes->leaders != MPI_COMM_NULL && nodes->n_nodes > 1)
             measure_comm(nodes->leaders, &f[B_AR1], a, b, big);
+        if (nodes->n_nodes > 1 && nodes->node_size > 1) rc = node_wait_quietly(nodes->node);
         if (nodes->node_size > 1 && !gcmpi_hier_scatter_style(cfg, nodes, 1) &&
             !gcmpi_hier_one_node_window(cfg, nodes, 1)) {
             /* Only hier's leader style reduces and broadcasts. */
@@ -564,6 +586,8 @@ static int check_once(gcmpi_coll_ctx *ctx, const gcmpi_nodes *nodes, const doubl
         rc = MPI_SUCCESS;
         if (nodes->leaders != MPI_COMM_NULL)
             rc = check_block(nodes->leaders, &f[B_AR1], &t[0], &t[1]);
+        const int wrc = node_wait_quietly(nodes->node);
+        if (rc == MPI_SUCCESS) rc = wrc;
         /* Each leader hands its node the leaders' figures; a failed
          * check reads as 0, which never holds. */
         const int brc = PMPI_Bcast(t, 2, MPI_DOUBLE, 0, nodes->node);
