@@ -163,6 +163,16 @@ cluster_export_mpi_env() {
   export OMPI_MCA_rmaps_base_mapping_policy=slot
   export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp
   export OMPI_MCA_btl_tcp_if_include=eth0 OMPI_MCA_oob_tcp_if_include=eth0
+  # Open MPI lets a waiting rank yield its core where it knows the host is
+  # oversubscribed (mpi_yield_when_idle: 1 for 4 ranks on this 2-core host
+  # under a plain mpirun, read through MPI_T), but the hostfile gives each
+  # emulated node S slots of its own, so all ranks of the host spin: on the
+  # 2 x 4 cluster on 2 cores a 16 KiB sum inside a node took 64 ms of
+  # time slices, 53 us with yielding. More ranks than cores here: yield, as
+  # on one host (a caller's own setting wins).
+  if [ -z "${OMPI_MCA_mpi_yield_when_idle:-}" ] && [ $((nodes * slots)) -gt "$(nproc)" ]; then
+    export OMPI_MCA_mpi_yield_when_idle=1
+  fi
   # MPICH (hydra, ch4:ucx): the same hosts and agent. UCX carries large
   # messages inside a node too (measured: with UCX_TLS=self,tcp they went
   # through the node's loopback), so it gets its shared memory, kept inside
