@@ -120,14 +120,13 @@ double gcmpi_cost_predict(const gcmpi_cost_env *e, gcmpi_algo algo, gcmpi_algo i
             return gcmpi_lin_at(e->node_allreduce, bytes);
         if (e->n_nodes < 2 || e->n_nodes == e->p) return INFINITY; /* flat does the same */
         if (inner == GCMPI_ALGO_HIER || inner == GCMPI_ALGO_SPARSE_RD) return INFINITY;
-        /* The call scans the whole input, then each column (or the
-         * leader) its part of the node's sum again. */
-        const double scan = gcmpi_lin_at(e->scan, bytes);
+        /* Only the node's sum is scanned: by each column its part (or by
+         * the leader all of it), in flat_compute. */
         if (e->hier_scatter && e->node_size > 1 && bytes / 4 <= 2147483647.0)
-            return scan + gcmpi_lin_at(e->node_allreduce, bytes) +
+            return gcmpi_lin_at(e->node_allreduce, bytes) +
                    flat_compute(e, e->n_nodes, inner, bytes / e->node_size) +
                    flat_comm(e, &e->between, e->n_nodes, inner, bytes);
-        return scan + gcmpi_lin_at(e->reduce_bcast, bytes) +
+        return gcmpi_lin_at(e->reduce_bcast, bytes) +
                flat_cost(e, &e->between, e->n_nodes, inner, bytes);
     }
     case GCMPI_ALGO_SPARSE_RD: return sparse_rd_cost(e, bytes);

@@ -82,7 +82,8 @@ typedef struct gcmpi_cost_env {
 } gcmpi_cost_env;
 
 /* Predicted seconds of one allreduce of `bytes` bytes with algo on env
- * (every compressed one also scans its input for inf and NaN first):
+ * (every compressed one also scans what it encodes for inf and NaN
+ * first: its input, or under hier the node's sum):
  *   passthrough  allreduce(bytes)
  *   allgather    encode + allgather(payload) + p decodes
  *   rsag         p encodes of 1/p + alltoall(payload) + p decodes of 1/p

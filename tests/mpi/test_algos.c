@@ -1805,6 +1805,62 @@ static void test_nonfinite_inputs_behave_like_mpi_sum(harness *h)
     free(g), free(out);
 }
 
+/* hier between nodes (nodes of 2: uneven on 3 ranks, a node a rank on 2)
+ * with and without GCMPI_MOMENTUM: one rank's NaN and another's +inf
+ * reach the result where MPI_SUM puts them, on every rank, though only
+ * node sums are scanned (by the rank that encodes each); residuals and
+ * momenta stay finite, some encoding rank counts the overflow, and the
+ * next call is finite everywhere. */
+static void test_hier_nonfinite_inputs_behave_like_mpi_sum(harness *h)
+{
+    static const char *const codecs[] = {"topk", "int8", "sign", "qsgd"};
+    const int p = h->ctx.size;
+    const size_t n = 20000, at_nan = 777, at_inf = 18000;
+    float *g = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float));
+    use_node_size(h, p > 2 ? 2 : 1);
+    for (size_t c = 0; c < sizeof codecs / sizeof codecs[0]; c++)
+        for (int mom = 0; mom < 2; mom++) {
+            use_codec(h, codecs[c]);
+            h->cfg.params.ratio = 0.05;
+            h->cfg.momentum = mom ? 0.9 : 0.0;
+            ef_buf ef;
+            ef_alloc_momentum(&ef, h, GCMPI_ALGO_HIER, n);
+            fill_laplace(g, n, h->ctx.rank);
+            int rc = allreduce(h, GCMPI_ALGO_HIER, g, out, n, &ef.slot);
+            CHECK(rc == MPI_SUCCESS, "%s m%d: rc %d", codecs[c], mom, rc);
+            fill_laplace(g, n, h->ctx.rank + 5);
+            if (h->ctx.rank == p - 1) g[at_nan] = NAN;
+            if (h->ctx.rank == 0) g[at_inf] = INFINITY;
+            h->stats.nonfinite_in = 0;
+            rc = allreduce(h, GCMPI_ALGO_HIER, g, out, n, &ef.slot);
+            CHECK(rc == MPI_SUCCESS, "%s m%d: rc %d", codecs[c], mom, rc);
+            CHECK(isnan(out[at_nan]), "%s m%d: out[nan] = %g", codecs[c], mom, (double)out[at_nan]);
+            CHECK(!isfinite(out[at_inf]), "%s m%d: out[inf] = %g", codecs[c], mom,
+                  (double)out[at_inf]);
+            size_t finite_far = 0, far = 0;
+            for (size_t i = at_nan + 4096 + 1; i + 4096 < at_inf; i++)
+                far++, finite_far += isfinite(out[i]) != 0;
+            CHECK(finite_far == far, "%s m%d: %zu of %zu far elements not finite", codecs[c], mom,
+                  far - finite_far, far);
+            int counted = 0;
+            MPI_Allreduce(&h->stats.nonfinite_in, &counted, 1, MPI_INT, MPI_SUM, h->ctx.comm);
+            CHECK(counted >= 1, "%s m%d: no rank counted the overflow", codecs[c], mom);
+            CHECK(gc_all_finite(ef.slot.residual, n), "%s m%d: residual not finite", codecs[c], mom);
+            if (ef.slot.momentum)
+                CHECK(gc_all_finite(ef.slot.momentum, 2 * n), "%s: momentum not finite", codecs[c]);
+            fill_laplace(g, n, h->ctx.rank + 9);
+            rc = allreduce(h, GCMPI_ALGO_HIER, g, out, n, &ef.slot);
+            CHECK(rc == MPI_SUCCESS && gc_all_finite(out, n), "%s m%d: next call not finite",
+                  codecs[c], mom);
+            CHECK(same_on_all_ranks(h, out, n), "%s m%d: ranks differ", codecs[c], mom);
+            h->cfg.momentum = 0.0;
+            free(ef.slot.residual), free(ef.slot.server),
+                free(ef.slot.state ? ef.slot.state : ef.slot.momentum);
+        }
+    use_node_size(h, 0);
+    free(g), free(out);
+}
+
 /* Auto picks by codec and p; forced algorithms are returned as given. */
 static void test_auto_choice_follows_the_documented_rule(harness *h)
 {
@@ -1877,6 +1933,7 @@ int main(int argc, char **argv)
         T(test_an_exact_call_skips_momentum_correction_and_the_next_restarts),
         T(test_momentum_of_a_rank_that_lost_its_state_comes_from_one_that_kept_it),
         T(test_nonfinite_inputs_behave_like_mpi_sum),
+        T(test_hier_nonfinite_inputs_behave_like_mpi_sum),
         T(test_hier_node_split_follows_node_size),
         T(test_hier_none_sums_exactly_for_every_node_size),
         T(test_node_window_spreads_chunks_and_the_worst_code),
