@@ -169,6 +169,15 @@ gcmpi_lin gcmpi_reduce_bcast_alpha_beta(int q, double alpha, double beta)
     return (gcmpi_lin){.a = 2 * l * alpha, .b = 4.0 * (q - 1) / (q * beta)};
 }
 
+double gcmpi_ring_crossing_floor(gcmpi_lin between, int p, int n)
+{
+    if (n < 2 || p <= n) return 0.0;
+    const double slope = gcmpi_lin_slope(between);
+    if (!(slope > 0)) return 0.0;
+    const double flat_hop = (double)(p - 1) / p, leaders_hop = (double)(n - 1) / n;
+    return slope * flat_hop / leaders_hop;
+}
+
 gcmpi_lin gcmpi_lin_through(const double *x, const double *t, int n)
 {
     if (n < 2) return (gcmpi_lin){0};

@@ -177,6 +177,29 @@ Test(cost_model, past_the_last_point_a_byte_costs_at_least_the_last_points_mean)
     cr_assert_eq(gcmpi_lin_at(early, 64 * MiB), gcmpi_lin_at(chord, 64 * MiB));
 }
 
+Test(cost_model, a_flat_allreduce_over_nodes_costs_at_least_its_ring_across_the_link)
+{
+    /* The emulated 2 x 4 cluster at 1 Gbit/s: the two leaders' allreduce
+     * moves a vector's bytes across the link at 8.3 ns a byte; the 8 ranks'
+     * ring sends 7/4 of that through each node's link (64 MiB: ~0.98 s;
+     * measured 1.0-1.1 s), where a line through small points said 0.8. */
+    const double MiB = 1 << 20;
+    const gcmpi_lin leaders = {.a = 1e-4, .b = 8.3e-9};
+    const double floor_b = gcmpi_ring_crossing_floor(leaders, 8, 2);
+    cr_assert_float_eq(floor_b, 8.3e-9 * 1.75, 1e-15);
+    gcmpi_lin flat = {.a = 2e-3, .b = 12e-9};
+    const double before = gcmpi_lin_at(flat, 64 * MiB);
+    flat.floor_b = floor_b;
+    cr_assert_float_eq(gcmpi_lin_at(flat, 64 * MiB), floor_b * 64 * MiB, 1e-9);
+    cr_assert_gt(gcmpi_lin_at(flat, 64 * MiB), before);
+    /* Small calls keep their own line (latency, not the link, decides). */
+    cr_assert_float_eq(gcmpi_lin_at(flat, 16e3), 2e-3 + 12e-9 * 16e3, 1e-12);
+    /* One node, a node a rank, or nothing measured between: no floor. */
+    cr_assert_eq(gcmpi_ring_crossing_floor(leaders, 8, 1), 0.0);
+    cr_assert_eq(gcmpi_ring_crossing_floor(leaders, 8, 8), 0.0);
+    cr_assert_eq(gcmpi_ring_crossing_floor((gcmpi_lin){0}, 8, 2), 0.0);
+}
+
 Test(cost_model, a_compressed_call_pays_its_scan_and_passthrough_does_not)
 {
     gcmpi_cost_env e = cluster(8, 1, 1.25e9, 0.02, 0);
