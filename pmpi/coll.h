@@ -151,7 +151,7 @@ typedef struct gcmpi_auto_settled {
     gcmpi_algo algo;
 } gcmpi_auto_settled;
 
-#define GCMPI_AUTO_FIGURES 43
+#define GCMPI_AUTO_FIGURES 46
 /* What GCMPI_AUTO_CACHE keeps (auto_cache.h): the agreed figures, and the
  * trials' outcomes that a job with the same key settles on without trying
  * its candidates again. */

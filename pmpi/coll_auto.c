@@ -37,6 +37,13 @@
 
 #define SMALL_BYTES ((size_t)16 << 10)
 #define LARGE_BYTES ((size_t)1 << 20)
+/* And an allreduce between them (of all ranks, of the leaders, inside a
+ * node), at the smallest size auto is judged at: over a loopback shaped
+ * to 10 Gbit/s a 64 KiB call goes in the token bucket's burst, and the
+ * line from 16 KiB to 1 MiB put a 64 KiB passthrough at 1.6 to 3 times
+ * its time; the node's window from 16 KiB to 4 MiB put hier's 64 KiB at
+ * 0.5 to 0.8 of its. */
+#define SMALL_MID_BYTES ((size_t)64 << 10)
 /* Inside a node and in the codec the large point is past the caches, as a
  * gradient is: at 1 MiB both ran from cache and the model put hier's
  * 64 MiB at a quarter of its measured time. */
@@ -75,15 +82,15 @@
  * each of CODEC_POINTS, and the payload ratio. */
 enum {
     F_AR1, F_AR2, F_AG1, F_AG2, F_A2A1, F_A2A2, F_AR3, F_AG3, F_A2A3, F_X, F_XG, /* flat */
-    F_AR4, F_A2A4, F_X4,
+    F_AR4, F_A2A4, F_X4, F_ARS,
     B_AR1, B_AR2, B_AG1, B_AG2, B_A2A1, B_A2A2, B_AR3, B_AG3, B_A2A3, B_X, B_XG, /* between */
-    B_AR4, B_A2A4, B_X4,
-    N_RB1, N_RB2, N_AR1, N_AR2, N_ARM, /* in a node */
+    B_AR4, B_A2A4, B_X4, B_ARS,
+    N_RB1, N_RB2, N_AR1, N_AR2, N_ARM, N_ARS, /* in a node */
     C_SCAN, C_ENC = C_SCAN + 3, C_DEC = C_ENC + 3, /* codec, at CODEC_POINTS */
     C_RATIO = C_DEC + 3,
     FIGURES
 };
-enum { COMM_FIGURES = F_X4 - F_AR1 + 1 };
+enum { COMM_FIGURES = F_ARS - F_AR1 + 1 };
 _Static_assert(B_AR1 == F_AR1 + COMM_FIGURES, "flat and between figures alike");
 _Static_assert(FIGURES == GCMPI_AUTO_FIGURES, "coll.h's figure count");
 
@@ -240,6 +247,7 @@ static void measure_comm(MPI_Comm comm, double *f, uint8_t *a, uint8_t *b, size_
      * once put the 1 MiB allreduce at twice its settled time. */
     f[0] = time_prim(PRIM_ALLREDUCE, comm, a, b, SMALL_BYTES);
     f[1] = time_prim(PRIM_ALLREDUCE, comm, a, b, LARGE_BYTES);
+    f[F_ARS - F_AR1] = time_prim(PRIM_ALLREDUCE, comm, a, b, SMALL_MID_BYTES);
     f[2] = time_prim(PRIM_ALLGATHER, comm, a, b, SMALL_BYTES / (size_t)p);
     f[3] = time_prim(PRIM_ALLGATHER, comm, a, b, LARGE_GATHER_BYTES);
     f[4] = time_prim(PRIM_ALLTOALL, comm, a, b, SMALL_BYTES);
@@ -426,10 +434,12 @@ static int measure(gcmpi_coll_ctx *ctx, gcmpi_nodes *nodes, double *f)
              * shared window's (several times less) where hier uses it. */
             if (nodes->shm_possible && cfg->node_shm) {
                 f[N_AR1] = time_node_window(nodes, a, b, SMALL_BYTES, REPEATS);
+                f[N_ARS] = time_node_window(nodes, a, b, SMALL_MID_BYTES, REPEATS);
                 f[N_ARM] = time_node_window(nodes, a, b, NODE_MID_BYTES, BIG_REPEATS);
                 f[N_AR2] = time_node_window(nodes, a, b, NODE_LARGE_BYTES, BIG_REPEATS);
             } else {
                 f[N_AR1] = time_prim(PRIM_ALLREDUCE, nodes->node, a, b, SMALL_BYTES);
+                f[N_ARS] = time_prim(PRIM_ALLREDUCE, nodes->node, a, b, SMALL_MID_BYTES);
                 f[N_ARM] = time_prim_n(PRIM_ALLREDUCE, nodes->node, a, b, NODE_MID_BYTES,
                                        BIG_REPEATS);
                 f[N_AR2] = time_prim_n(PRIM_ALLREDUCE, nodes->node, a, b, NODE_LARGE_BYTES,
@@ -452,15 +462,16 @@ static gcmpi_prims prims_fit(const double *f, double gs)
     const double gl = (double)LARGE_GATHER_BYTES;
 #define AT(fig) f[(fig) - F_AR1]
     const double xr[] = {s, l, AT(F_X), AT(F_X4)}, xg[] = {gs, gl, AT(F_XG)};
-    const double ar[] = {AT(F_AR1), AT(F_AR2), AT(F_AR3), AT(F_AR4)};
+    const double xa[] = {s, (double)SMALL_MID_BYTES, l, AT(F_X), AT(F_X4)};
+    const double ar[] = {AT(F_AR1), AT(F_ARS), AT(F_AR2), AT(F_AR3), AT(F_AR4)};
     const double ag[] = {AT(F_AG1), AT(F_AG2), AT(F_AG3)};
     const double a2a[] = {AT(F_A2A1), AT(F_A2A2), AT(F_A2A3), AT(F_A2A4)};
     /* The allreduce's largest measured point: past it a byte costs at
      * least its mean (MPI's ring for large messages). */
     double last = l;
-    for (int i = 2; i < 4 && xr[i] > last && ar[i] > 0; i++) last = xr[i];
+    for (int i = 3; i < 5 && xa[i] > last && ar[i] > 0; i++) last = xa[i];
     gcmpi_prims pr = {
-        .allreduce = gcmpi_lin_floor_mean(gcmpi_lin_through(xr, ar, 4), last),
+        .allreduce = gcmpi_lin_floor_mean(gcmpi_lin_through(xa, ar, 5), last),
         .allgather = gcmpi_lin_through(xg, ag, 3),
         .alltoall = gcmpi_lin_through(xr, a2a, 4),
     };
@@ -515,9 +526,9 @@ static void model_from(gcmpi_coll_ctx *ctx, const gcmpi_nodes *nodes, const doub
     e->flat.allreduce.floor_b = gcmpi_ring_crossing_floor(e->between.allreduce, p, nn);
     const double nl = (double)NODE_LARGE_BYTES;
     e->reduce_bcast = gcmpi_lin_fit(s, agreed[N_RB1], nl, agreed[N_RB2]);
-    const double xn[] = {s, (double)NODE_MID_BYTES, nl};
-    const double tn[] = {agreed[N_AR1], agreed[N_ARM], agreed[N_AR2]};
-    e->node_allreduce = gcmpi_lin_through(xn, tn, 3);
+    const double xn[] = {s, (double)SMALL_MID_BYTES, (double)NODE_MID_BYTES, nl};
+    const double tn[] = {agreed[N_AR1], agreed[N_ARS], agreed[N_ARM], agreed[N_AR2]};
+    e->node_allreduce = gcmpi_lin_through(xn, tn, 4);
     e->node_size = nodes->max_node_size;
     e->hier_scatter = gcmpi_hier_scatter_style(cfg, nodes, 1);
     e->one_node_window = gcmpi_hier_one_node_window(cfg, nodes, 1);

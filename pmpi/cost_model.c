@@ -182,7 +182,7 @@ gcmpi_lin gcmpi_lin_through(const double *x, const double *t, int n)
 {
     if (n < 2) return (gcmpi_lin){0};
     gcmpi_lin l = gcmpi_lin_fit(x[0], t[0], x[1], t[1]);
-    for (int i = 2, k = 0; i < n && i < 4; i++, k++) {
+    for (int i = 2, k = 0; i < n && i < GCMPI_LIN_KNEES + 1; i++, k++) {
         if (!(x[i] > x[i - 1]) || !(t[i] > 0)) break;
         l.knee[k] = x[i - 1];
         const double at_knee = gcmpi_lin_at(l, x[i - 1]);

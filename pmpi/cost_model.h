@@ -18,9 +18,9 @@
 
 #include "gcmpi_config.h"
 
-/* Bends of a line: two from four measured points, one more for
+/* Bends of a line: three from five measured points, one more for
  * gcmpi_lin_floor_mean past the last. */
-#define GCMPI_LIN_KNEES 3
+#define GCMPI_LIN_KNEES 4
 
 typedef struct gcmpi_lin {
     double a; /* seconds */
@@ -150,11 +150,11 @@ static inline double gcmpi_lin_rate_of(gcmpi_lin l)
 /* The line through (x1, t1) and (x2, t2), x1 < x2, with a, b >= 0. */
 gcmpi_lin gcmpi_lin_fit(double x1, double t1, double x2, double t2);
 
-/* The line through the first two of n (at most 4) points (x[i], t[i]),
- * x increasing, then from point to point (slopes >= 0; each point's time
- * read off the line so far where a slope would be negative); a point
- * whose t is 0 (not measured) or whose x is not above the one before ends
- * the line there. */
+/* The line through the first two of n (at most GCMPI_LIN_KNEES + 1)
+ * points (x[i], t[i]), x increasing, then from point to point (slopes
+ * >= 0; each point's time read off the line so far where a slope would be
+ * negative); a point whose t is 0 (not measured) or whose x is not above
+ * the one before ends the line there. */
 gcmpi_lin gcmpi_lin_through(const double *x, const double *t, int n);
 
 /* l, but past x bytes (its last measured point) a byte costs at least

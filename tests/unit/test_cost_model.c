@@ -124,6 +124,24 @@ Test(cost_model, a_fit_never_goes_negative)
     cr_assert_float_eq(l.b, (1e-3 - 1e-6) / (1e6 - 1000), 1e-15);
 }
 
+Test(cost_model, a_line_through_five_points_has_room_to_floor_past_the_last)
+{
+    /* The allreduce's five calibration points (16 KiB, 64 KiB, 1 MiB and
+     * two larger ones): a 64 KiB call that costs little more than 16 KiB
+     * (a token bucket's burst) is read off its own point, not the chord
+     * to 1 MiB, and floor_mean still has a knee to spare. */
+    const double MiB = 1 << 20;
+    const double x[] = {16e3, 64e3, MiB, 4 * MiB, 32 * MiB};
+    const double t[] = {30e-6, 40e-6, 1e-3, 5e-3, 30e-3};
+    const gcmpi_lin l = gcmpi_lin_through(x, t, 5);
+    for (int i = 0; i < 5; i++)
+        cr_assert_float_eq(gcmpi_lin_at(l, x[i]), t[i], 1e-12, "point %d", i);
+    const double x4[] = {16e3, MiB, 4 * MiB, 32 * MiB}, t4[] = {30e-6, 1e-3, 5e-3, 30e-3};
+    cr_assert_gt(gcmpi_lin_at(gcmpi_lin_through(x4, t4, 4), 64e3), 1.5 * 40e-6);
+    const gcmpi_lin f = gcmpi_lin_floor_mean(l, 32 * MiB);
+    cr_assert_eq(f.knee[GCMPI_LIN_KNEES - 1], 32 * MiB);
+}
+
 Test(cost_model, a_line_through_points_passes_each_and_goes_on_with_the_last_slope)
 {
     /* Times of an allreduce that bends past the cache (1 ms/MiB to 16 MiB,
