@@ -9,12 +9,14 @@
  * The host never reads or writes device memory.
  *
  * The native algorithm (none, int8, randk, powersgd) runs on the device too
- * (coll_device_native.c). Where the GPU library has no kernels (a codec it
- * does not support, a zstd stage, DGC momentum inside the encode
- * (GCMPI_EF_MOMENTUM), hier, sparse_rd), the call is compressed on the
- * host instead: the vector and the slot's device state are copied to
- * page-locked buffers, the host algorithm runs, and output and state are
- * copied back. The statistics count the two kinds apart (device.h). */
+ * (coll_device_native.c), and hier by chunks: its node phases on a host
+ * copy, its column's call by the kernels. Where the GPU library has no
+ * kernels (a codec it does not support, a zstd stage, DGC momentum inside
+ * the encode (GCMPI_EF_MOMENTUM), hier's leader style, sparse_rd), the
+ * call is compressed on the host instead: the vector and the slot's
+ * device state are copied to page-locked buffers, the host algorithm
+ * runs, and output and state are copied back. The statistics count the
+ * two kinds apart (device.h). */
 #include "coll_device.h"
 
 #include "coll_impl.h"
@@ -360,7 +362,43 @@ static int dev_finite(const float *g, size_t n, int *yes)
     return dev_status(r);
 }
 
-/* The kernels' collective (allgather, rsag or native) on device buffers;
+static int run_kernels(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in, float *out,
+                       size_t count, gcmpi_ef_slot *ef);
+
+/* ---- hier by chunks (coll_hier.c's): the node's two phases on one
+ * page-locked host copy of the vector (its window or MPI need host
+ * memory); only this rank's chunk of the node's sum goes to the device,
+ * where the column's call between nodes encodes and decodes it with the
+ * kernels and the chunk's slice of the device residual ---------------------- */
+
+static int stage_copy(void *dst, const void *src, size_t bytes)
+{
+    return gcmpi_device_copy(dst, src, bytes, 1);
+}
+
+static float *node_host_vector(size_t count)
+{
+    return gcmpi_device_host_buffer(GCMPI_DEV_HOST_NODE, count * sizeof(float));
+}
+
+static const gcmpi_hier_vec_ops device_vectors = {
+    .stage = stage_copy,
+    .host_vector = node_host_vector,
+    .run = run_kernels,
+};
+
+/* 1 when hier on count floats runs here: by chunks, with kernels for the
+ * column's algorithm (uneven nodes, powersgd, counts past INT_MAX: the
+ * leader style, compressed on the host). */
+static int hier_has_kernels(gcmpi_coll_ctx *ctx, size_t count)
+{
+    gcmpi_algo inner;
+    if (!gcmpi_device_gpu() || !gcmpi_hier_by_chunks(ctx, count, &inner)) return 0;
+    return inner == GCMPI_ALGO_PASS || (gcmpi_coll_supports(ctx->cfg->codec, inner) &&
+                                        gcmpi_device_has_kernels(ctx->cfg, inner));
+}
+
+/* The kernels' collective (allgather, rsag, native or hier) on device buffers;
  * finite: the caller knows in holds no inf or NaN. The encode kernels
  * send such a gradient without touching the residual (gcmpi_gpu_encode);
  * native's levels are made after the residual is added, so, as
@@ -369,6 +407,8 @@ static int dev_finite(const float *g, size_t n, int *yes)
 static int run_kernels_as(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in, float *out,
                           size_t count, gcmpi_ef_slot *ef, int finite)
 {
+    if (algo == GCMPI_ALGO_HIER)
+        return gcmpi_hier_by_chunks_with(ctx, &device_vectors, in, out, count, ef);
     if (algo != GCMPI_ALGO_NATIVE)
         return algo == GCMPI_ALGO_ALLGATHER ? allreduce_allgather(ctx, in, out, count, ef)
                                             : allreduce_rsag(ctx, in, out, count, ef);
@@ -456,8 +496,10 @@ int gcmpi_device_allreduce_compressed(gcmpi_coll_ctx *ctx, gcmpi_algo algo, cons
     if (algo == GCMPI_ALGO_AUTO || algo == GCMPI_ALGO_RULE)
         algo = gcmpi_coll_choose(ctx->cfg, count, ctx->size);
     gcmpi_device_stats *ds = gcmpi_device_stats_mut();
-    if (count == 0 || !gcmpi_coll_supports(ctx->cfg->codec, algo) ||
-        !gcmpi_device_has_kernels(ctx->cfg, algo) || !both_on_device(in, out)) {
+    const int kernels = algo == GCMPI_ALGO_HIER ? hier_has_kernels(ctx, count)
+                                                : gcmpi_device_has_kernels(ctx->cfg, algo);
+    if (count == 0 || !gcmpi_coll_supports(ctx->cfg->codec, algo) || !kernels ||
+        !both_on_device(in, out)) {
         if (count) ds->compressed_host++;
         return count ? allreduce_on_host(ctx, algo, in, out, count, ef)
                      : gcmpi_allreduce_compressed(ctx, algo, in, out, count, ef);

@@ -11,7 +11,8 @@
 /* 1 when the GPU kernels carry the call (algorithm allgather or rsag with
  * a codec gcmpi_gpu_supports and no zstd stage, or native with none, int8,
  * randk or powersgd; no DGC momentum); otherwise it is compressed on the
- * host from page-locked copies. */
+ * host from page-locked copies. hier (by chunks) is asked per call in
+ * coll_device.c: its column runs one of these. */
 int gcmpi_device_has_kernels(const gcmpi_config *cfg, gcmpi_algo algo);
 
 /* The native algorithm on device buffers (coll_device_native.c): 1 for

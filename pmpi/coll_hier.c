@@ -197,9 +197,16 @@ static gcmpi_algo between_algo(const gcmpi_coll_ctx *ctx, const gcmpi_nodes *n, 
                                            : gcmpi_coll_rule(ctx->cfg, count, n->n_nodes);
 }
 
-/* Reduce-scatter style (all nodes of q ranks; see the top of the file). */
-static int hier_scatter(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, const float *in, float *out,
-                        size_t count, gcmpi_ef_slot *ef)
+/* Host vectors: the node's phases work on in and out themselves. */
+static const gcmpi_hier_vec_ops host_vectors = {.run = gcmpi_coll_run};
+
+/* Reduce-scatter style (all nodes of q ranks; see the top of the file).
+ * The node's two phases run on host floats: in and out themselves, or,
+ * where ops stages (device vectors), one host copy of the vector, summed
+ * in place; only this rank's chunk goes to the vector for the column's
+ * call, and the gathered sum back at the end. */
+static int hier_scatter(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, const gcmpi_hier_vec_ops *ops,
+                        const float *in, float *out, size_t count, gcmpi_ef_slot *ef)
 {
     gcmpi_call_stats *st = ctx->stats;
     const int q = n->node_size, me = n->node_rank;
@@ -209,6 +216,20 @@ static int hier_scatter(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, const float *in, fl
         displs[i] = (int)gcmpi_chunk_start(count, q, i);
     }
     const size_t lo = (size_t)displs[me], len = (size_t)counts[me];
+    const size_t bytes = count * sizeof(float);
+
+    /* Staged: a local failure still takes part (on zeros) so no rank of
+     * the node or the column is left waiting; it is returned at the end. */
+    int local = MPI_SUCCESS;
+    const float *hin = in;
+    float *hout = out;
+    if (ops->stage) {
+        hout = ops->host_vector(count);
+        if (!hout) return MPI_ERR_NO_MEM;
+        local = ops->stage(hout, in, bytes);
+        if (local != MPI_SUCCESS) memset(hout, 0, bytes);
+        hin = hout;
+    }
 
     /* Through the node's shared window where its ranks share memory (all
      * ranks of a node see the same shm_possible and configuration). */
@@ -216,13 +237,13 @@ static int hier_scatter(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, const float *in, fl
     double t0 = PMPI_Wtime();
     int rc;
     if (shm) {
-        rc = gcmpi_node_shm_reduce_scatter(&n->shm, n->node, in, out, counts, displs);
-    } else if (in == out) {
+        rc = gcmpi_node_shm_reduce_scatter(&n->shm, n->node, hin, hout, counts, displs);
+    } else if (hin == hout) {
         /* In place the node's chunk lands at the start of out. */
-        rc = PMPI_Reduce_scatter(MPI_IN_PLACE, out, counts, MPI_FLOAT, MPI_SUM, n->node);
-        if (rc == MPI_SUCCESS && lo) memmove(out + lo, out, len * sizeof(float));
+        rc = PMPI_Reduce_scatter(MPI_IN_PLACE, hout, counts, MPI_FLOAT, MPI_SUM, n->node);
+        if (rc == MPI_SUCCESS && lo) memmove(hout + lo, hout, len * sizeof(float));
     } else {
-        rc = PMPI_Reduce_scatter(in, out + lo, counts, MPI_FLOAT, MPI_SUM, n->node);
+        rc = PMPI_Reduce_scatter(hin, hout + lo, counts, MPI_FLOAT, MPI_SUM, n->node);
     }
     st->bytes_sent += (uint64_t)(count - len) * sizeof(float);
     st->comm_s += PMPI_Wtime() - t0;
@@ -231,6 +252,8 @@ static int hier_scatter(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, const float *in, fl
     /* Chunk me between nodes, with this rank's slice of the residual. */
     int inner_rc = MPI_SUCCESS;
     if (len && n->n_nodes > 1) {
+        if (ops->stage && local == MPI_SUCCESS)
+            local = ops->stage(out + lo, hout + lo, len * sizeof(float));
         gcmpi_coll_ctx column = *ctx;
         column.comm = n->column;
         column.rank = n->node_index;
@@ -241,9 +264,12 @@ static int hier_scatter(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, const float *in, fl
             part = *ef;
             part.residual = ef->residual ? ef->residual + lo : NULL;
             part.state = ef->state ? ef->state + lo : NULL;
+            part.momentum = NULL; /* the caller's correction, not the column's */
         }
-        inner_rc = gcmpi_coll_run(&column, between_algo(ctx, n, len), out + lo, out + lo, len,
-                                  ef ? &part : NULL);
+        inner_rc = ops->run(&column, between_algo(ctx, n, len), out + lo, out + lo, len,
+                            ef ? &part : NULL);
+        if (ops->stage && local == MPI_SUCCESS)
+            local = ops->stage(hout + lo, out + lo, len * sizeof(float));
     }
 
     /* A column that failed tells its node (every column sees its own
@@ -251,16 +277,49 @@ static int hier_scatter(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, const float *in, fl
     int worst = inner_rc;
     t0 = PMPI_Wtime();
     if (shm) {
-        rc = gcmpi_node_shm_allgather(&n->shm, n->node, out, counts, displs, inner_rc, &worst);
+        rc = gcmpi_node_shm_allgather(&n->shm, n->node, hout, counts, displs, inner_rc, &worst);
     } else {
-        rc = PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, out, counts, displs, MPI_FLOAT,
+        rc = PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, hout, counts, displs, MPI_FLOAT,
                              n->node);
         if (rc == MPI_SUCCESS)
             rc = PMPI_Allreduce(&inner_rc, &worst, 1, MPI_INT, MPI_MAX, n->node);
     }
     st->bytes_sent += (uint64_t)len * sizeof(float);
     st->comm_s += PMPI_Wtime() - t0;
-    return rc != MPI_SUCCESS ? rc : worst;
+    if (rc == MPI_SUCCESS && ops->stage && local == MPI_SUCCESS)
+        local = ops->stage(out, hout, bytes);
+    if (rc != MPI_SUCCESS) return rc;
+    return worst != MPI_SUCCESS ? worst : local;
+}
+
+int gcmpi_hier_by_chunks_with(gcmpi_coll_ctx *ctx, const gcmpi_hier_vec_ops *ops,
+                              const float *in, float *out, size_t count, gcmpi_ef_slot *ef)
+{
+    gcmpi_nodes *n = NULL;
+    int owned = 0;
+    int rc = nodes_of(ctx, &n, &owned);
+    if (rc != MPI_SUCCESS) return rc;
+    if (gcmpi_hier_scatter_style(ctx->cfg, n, count) ||
+        gcmpi_hier_one_node_window(ctx->cfg, n, count))
+        rc = hier_scatter(ctx, n, ops, in, out, count, ef);
+    else
+        rc = MPI_ERR_ARG; /* the caller asked gcmpi_hier_by_chunks first */
+    if (owned) gcmpi_nodes_free(n);
+    return rc;
+}
+
+int gcmpi_hier_by_chunks(gcmpi_coll_ctx *ctx, size_t count, gcmpi_algo *inner)
+{
+    gcmpi_nodes *n = NULL;
+    int owned;
+    *inner = GCMPI_ALGO_PASS;
+    if (!ctx->cache || nodes_of(ctx, &n, &owned) != MPI_SUCCESS) return 0;
+    if (!gcmpi_hier_scatter_style(ctx->cfg, n, count) &&
+        !gcmpi_hier_one_node_window(ctx->cfg, n, count))
+        return 0;
+    const size_t len = gcmpi_chunk_len(count, n->node_size, n->node_rank);
+    if (len && n->n_nodes > 1) *inner = between_algo(ctx, n, len);
+    return 1;
 }
 
 int gcmpi_allreduce_hier(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t count,
@@ -273,7 +332,7 @@ int gcmpi_allreduce_hier(gcmpi_coll_ctx *ctx, const float *in, float *out, size_
     if (rc != MPI_SUCCESS) return rc;
     if (gcmpi_hier_scatter_style(ctx->cfg, n, count) ||
         gcmpi_hier_one_node_window(ctx->cfg, n, count)) {
-        rc = hier_scatter(ctx, n, in, out, count, ef);
+        rc = hier_scatter(ctx, n, &host_vectors, in, out, count, ef);
         if (owned) gcmpi_nodes_free(n);
         return rc;
     }

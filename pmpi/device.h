@@ -105,6 +105,7 @@ enum {
     GCMPI_DEV_HOST_OUT,    /* staged output                             */
     GCMPI_DEV_HOST_PAYLOAD,/* payloads encoded on the device            */
     GCMPI_DEV_HOST_STATE,  /* host copies of residual/server/state       */
+    GCMPI_DEV_HOST_NODE,   /* hier: the vector's host copy for the node  */
     GCMPI_DEV_HOST_SLOTS
 };
 enum { GCMPI_DEV_BUF_CHUNK = 0, GCMPI_DEV_BUF_SLOTS };
