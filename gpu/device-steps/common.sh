@@ -18,13 +18,14 @@ summary() {
     printf '%s %s: %s\n' "$1" "$2" "$3" | tee -a "$OUT/summary.txt"
 }
 
-# run2 LOG ENV... -- CMD...: a 2-rank job with libgcmpi preloaded and the
-# given GCMPI_* settings; returns its exit status, output in LOG.
+# run2 LOG ENV... -- CMD...: a 2-rank job (NP ranks where NP is set) with
+# libgcmpi preloaded and the given GCMPI_* settings; returns its exit
+# status, output in LOG.
 run2() {
     log=$1; shift
     xs=""
     while [ "$1" != "--" ]; do xs="$xs -x $1"; shift; done
     shift
     # shellcheck disable=SC2086
-    timeout 300 "$MPIRUN" -np 2 -x LD_PRELOAD="$LIBGCMPI" $xs "$@" >"$log" 2>&1
+    timeout 300 "$MPIRUN" -np "${NP:-2}" -x LD_PRELOAD="$LIBGCMPI" $xs "$@" >"$log" 2>&1
 }

@@ -6,8 +6,9 @@
 # powersgd and randk by native, sign) and on the host
 # (topk), byte-equal to the same calls on host buffers, GCMPI_MOMENTUM
 # included (u and m on the device; one rank's buffer moved; a call with
-# odd ranks on host buffers); int, double, MAX and small calls staged,
-# exact. Writes $OUT/step2-*.log and summary lines.
+# odd ranks on host buffers); hier at 4 ranks in emulated nodes of 2; int,
+# double, MAX and small calls staged, exact. Writes $OUT/step2-*.log and
+# summary lines.
 . "$(dirname "$0")/common.sh"
 prog=$BUILD/tests/gpu/device/mpi_device
 status=0
@@ -44,4 +45,11 @@ one topk 2 topk allgather
 one momentum-topk 10 topk allgather GCMPI_MOMENTUM=0.9
 one momentum-int8 10 int8 rsag GCMPI_MOMENTUM=0.9
 one momentum-int8-native 10 int8 native GCMPI_MOMENTUM=0.9
+# hier on 4 ranks sharing the GPU, 2 emulated nodes of 2: node phases on a
+# host copy, each column's call by the kernels, byte-equal to host buffers.
+NP=4
+one hier-int8 0.05 int8 hier GCMPI_NODE_SIZE=2
+one hier-topk 2 topk hier GCMPI_NODE_SIZE=2
+one hier-momentum-topk 10 topk hier GCMPI_NODE_SIZE=2 GCMPI_MOMENTUM=0.9
+NP=2
 exit $status
