@@ -523,7 +523,7 @@ static void model_from(gcmpi_coll_ctx *ctx, const gcmpi_nodes *nodes, const doub
     e->between = prims_fit(&agreed[B_AR1], bgs);
     /* Over several nodes a large allreduce of all ranks crosses the link
      * between them: at least at the rate the leaders measured there. */
-    e->flat.allreduce.floor_b = gcmpi_ring_crossing_floor(e->between.allreduce, p, nn);
+    e->flat.allreduce.floor_b = gcmpi_ring_crossing_floor(&e->between, p, nn);
     const double nl = (double)NODE_LARGE_BYTES;
     e->reduce_bcast = gcmpi_lin_fit(s, agreed[N_RB1], nl, agreed[N_RB2]);
     const double xn[] = {s, (double)SMALL_MID_BYTES, (double)NODE_MID_BYTES, nl};

@@ -169,13 +169,15 @@ gcmpi_lin gcmpi_reduce_bcast_alpha_beta(int q, double alpha, double beta)
     return (gcmpi_lin){.a = 2 * l * alpha, .b = 4.0 * (q - 1) / (q * beta)};
 }
 
-double gcmpi_ring_crossing_floor(gcmpi_lin between, int p, int n)
+double gcmpi_ring_crossing_floor(const gcmpi_prims *between, int p, int n)
 {
     if (n < 2 || p <= n) return 0.0;
-    const double slope = gcmpi_lin_slope(between);
-    if (!(slope > 0)) return 0.0;
-    const double flat_hop = (double)(p - 1) / p, leaders_hop = (double)(n - 1) / n;
-    return slope * flat_hop / leaders_hop;
+    const double across = (double)(n - 1) / n; /* of a leaders' alltoall */
+    const double by_allreduce = gcmpi_lin_slope(between->allreduce) / (2 * across);
+    const double by_alltoall = gcmpi_lin_slope(between->alltoall) / across;
+    double per_byte = by_allreduce > 0 ? by_allreduce : 0.0;
+    if (by_alltoall > 0 && (per_byte == 0.0 || by_alltoall < per_byte)) per_byte = by_alltoall;
+    return per_byte * 2 * (double)(p - 1) / p;
 }
 
 gcmpi_lin gcmpi_lin_through(const double *x, const double *t, int n)

@@ -125,14 +125,17 @@ gcmpi_prims gcmpi_prims_alpha_beta(int p, int q, double alpha, double beta);
 gcmpi_lin gcmpi_reduce_bcast_alpha_beta(int q, double alpha, double beta);
 
 /* The floor (gcmpi_lin.floor_b) of an allreduce of p ranks on n nodes
- * (1 < n < p; ranks placed node by node) from the allreduce of the n
+ * (1 < n < p; ranks placed node by node) from the primitives of the n
  * node leaders: MPI's large allreduce is a ring, whose every hop carries
- * 2 (p - 1) / p of the vector, so each node's link carries that where the
- * leaders' ring carries 2 (n - 1) / n. between: the leaders' allreduce.
- * 0 where it does not apply. On the emulated 2 x 4 cluster at 1 Gbit/s a
- * line through 1 and 4 MiB put a 64 MiB allreduce of the 8 ranks at 0.73
- * to 0.9 of its time. */
-double gcmpi_ring_crossing_floor(gcmpi_lin between, int p, int n);
+ * 2 (p - 1) / p of the vector, so each node's link carries that. A byte
+ * across the link costs what the leaders' allreduce (2 (n - 1) / n of its
+ * vector across) or alltoall ((n - 1) / n) paid for one, the cheaper of
+ * the two: a floor takes the link at its fastest, and one slow run of
+ * the leaders' allreduce once put it at 1.5 times its rate. 0 where it
+ * does not apply. On the emulated 2 x 4 cluster at 1 Gbit/s a line
+ * through 1 and 4 MiB put a 64 MiB allreduce of the 8 ranks at 0.73 to
+ * 0.9 of its time. */
+double gcmpi_ring_crossing_floor(const gcmpi_prims *between, int p, int n);
 
 /* A pure rate: bytes_per_s bytes a second, no fixed cost. */
 static inline gcmpi_lin gcmpi_lin_rate(double bytes_per_s)

@@ -198,13 +198,21 @@ Test(cost_model, past_the_last_point_a_byte_costs_at_least_the_last_points_mean)
 Test(cost_model, a_flat_allreduce_over_nodes_costs_at_least_its_ring_across_the_link)
 {
     /* The emulated 2 x 4 cluster at 1 Gbit/s: the two leaders' allreduce
-     * moves a vector's bytes across the link at 8.3 ns a byte; the 8 ranks'
-     * ring sends 7/4 of that through each node's link (64 MiB: ~0.98 s;
-     * measured 1.0-1.1 s), where a line through small points said 0.8. */
+     * moves a vector's bytes across the link at 8.3 ns a byte (their
+     * alltoall half of them); the 8 ranks' ring sends 7/4 of that through
+     * each node's link (64 MiB: ~0.98 s; measured 1.0-1.1 s), where a line
+     * through small points said 0.8. */
     const double MiB = 1 << 20;
-    const gcmpi_lin leaders = {.a = 1e-4, .b = 8.3e-9};
-    const double floor_b = gcmpi_ring_crossing_floor(leaders, 8, 2);
+    gcmpi_prims leaders = {.allreduce = {.a = 1e-4, .b = 8.3e-9},
+                           .alltoall = {.a = 1e-4, .b = 4.2e-9}};
+    const double floor_b = gcmpi_ring_crossing_floor(&leaders, 8, 2);
     cr_assert_float_eq(floor_b, 8.3e-9 * 1.75, 1e-15);
+    /* A slow run of one primitive does not raise it: the cheaper wins. */
+    leaders.allreduce.b = 12.5e-9;
+    cr_assert_float_eq(gcmpi_ring_crossing_floor(&leaders, 8, 2), 8.4e-9 * 1.75, 1e-15);
+    leaders.alltoall.b = 0.0; /* not measured */
+    cr_assert_float_eq(gcmpi_ring_crossing_floor(&leaders, 8, 2), 12.5e-9 * 1.75, 1e-15);
+    leaders.allreduce.b = 8.3e-9;
     gcmpi_lin flat = {.a = 2e-3, .b = 12e-9};
     const double before = gcmpi_lin_at(flat, 64 * MiB);
     flat.floor_b = floor_b;
@@ -213,9 +221,9 @@ Test(cost_model, a_flat_allreduce_over_nodes_costs_at_least_its_ring_across_the_
     /* Small calls keep their own line (latency, not the link, decides). */
     cr_assert_float_eq(gcmpi_lin_at(flat, 16e3), 2e-3 + 12e-9 * 16e3, 1e-12);
     /* One node, a node a rank, or nothing measured between: no floor. */
-    cr_assert_eq(gcmpi_ring_crossing_floor(leaders, 8, 1), 0.0);
-    cr_assert_eq(gcmpi_ring_crossing_floor(leaders, 8, 8), 0.0);
-    cr_assert_eq(gcmpi_ring_crossing_floor((gcmpi_lin){0}, 8, 2), 0.0);
+    cr_assert_eq(gcmpi_ring_crossing_floor(&leaders, 8, 1), 0.0);
+    cr_assert_eq(gcmpi_ring_crossing_floor(&leaders, 8, 8), 0.0);
+    cr_assert_eq(gcmpi_ring_crossing_floor(&(gcmpi_prims){0}, 8, 2), 0.0);
 }
 
 Test(cost_model, a_compressed_call_pays_its_scan_and_passthrough_does_not)
