@@ -320,7 +320,6 @@ static void case_open(timed_case *tc, gcmpi_coll_ctx *ctx, size_t n, const optio
     tc->rc = MPI_SUCCESS;
 }
 
-/* One paired call (the first o->warmup are not recorded). */
 /* One native call of the bench's size, after a barrier: its seconds. */
 static double timed_native(int gather, const float *in, float *out, size_t n, MPI_Comm comm)
 {
@@ -331,6 +330,7 @@ static double timed_native(int gather, const float *in, float *out, size_t n, MP
     return PMPI_Wtime() - t0;
 }
 
+/* One paired call (the first o->warmup are not recorded). */
 static void case_call(timed_case *tc, gcmpi_coll_ctx *ctx, const float *in, float *out,
                       const float *exact, size_t n, const options *o)
 {

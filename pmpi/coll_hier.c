@@ -197,6 +197,13 @@ static gcmpi_algo between_algo(const gcmpi_coll_ctx *ctx, const gcmpi_nodes *n, 
                                            : gcmpi_coll_rule(ctx->cfg, count, n->n_nodes);
 }
 
+/* hier goes by chunks (hier_scatter): every node of the same size, or
+ * one node sharing a window. */
+static int by_chunks(const gcmpi_config *cfg, const gcmpi_nodes *n, size_t count)
+{
+    return gcmpi_hier_scatter_style(cfg, n, count) || gcmpi_hier_one_node_window(cfg, n, count);
+}
+
 /* Host vectors: the node's phases work on in and out themselves. */
 static const gcmpi_hier_vec_ops host_vectors = {.run = gcmpi_coll_run};
 
@@ -299,8 +306,7 @@ int gcmpi_hier_by_chunks_with(gcmpi_coll_ctx *ctx, const gcmpi_hier_vec_ops *ops
     int owned = 0;
     int rc = nodes_of(ctx, &n, &owned);
     if (rc != MPI_SUCCESS) return rc;
-    if (gcmpi_hier_scatter_style(ctx->cfg, n, count) ||
-        gcmpi_hier_one_node_window(ctx->cfg, n, count))
+    if (by_chunks(ctx->cfg, n, count))
         rc = hier_scatter(ctx, n, ops, in, out, count, ef);
     else
         rc = MPI_ERR_ARG; /* the caller asked gcmpi_hier_by_chunks first */
@@ -314,9 +320,7 @@ int gcmpi_hier_by_chunks(gcmpi_coll_ctx *ctx, size_t count, gcmpi_algo *inner)
     int owned;
     *inner = GCMPI_ALGO_PASS;
     if (!ctx->cache || nodes_of(ctx, &n, &owned) != MPI_SUCCESS) return 0;
-    if (!gcmpi_hier_scatter_style(ctx->cfg, n, count) &&
-        !gcmpi_hier_one_node_window(ctx->cfg, n, count))
-        return 0;
+    if (!by_chunks(ctx->cfg, n, count)) return 0;
     const size_t len = gcmpi_chunk_len(count, n->node_size, n->node_rank);
     if (len && n->n_nodes > 1) *inner = between_algo(ctx, n, len);
     return 1;
@@ -330,8 +334,7 @@ int gcmpi_allreduce_hier(gcmpi_coll_ctx *ctx, const float *in, float *out, size_
     int owned = 0;
     int rc = nodes_of(ctx, &n, &owned);
     if (rc != MPI_SUCCESS) return rc;
-    if (gcmpi_hier_scatter_style(ctx->cfg, n, count) ||
-        gcmpi_hier_one_node_window(ctx->cfg, n, count)) {
+    if (by_chunks(ctx->cfg, n, count)) {
         rc = hier_scatter(ctx, n, &host_vectors, in, out, count, ef);
         if (owned) gcmpi_nodes_free(n);
         return rc;
