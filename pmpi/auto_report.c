@@ -89,11 +89,12 @@ void gcmpi_auto_report_print(FILE *f)
             const gcmpi_auto_choice *c = &r->choices[i];
             fprintf(f,
                     "libgcmpi: auto %s (%d ranks, %d nodes): %zu floats -> %s (model: %s, "
-                    "predicted %.3f ms), measured %.3f ms over %llu calls; %d trials%s",
+                    "predicted %.3f ms), measured %.3f ms over %llu calls; %d trials%s%s",
                     r->comm, r->p, r->n_nodes, c->count, gcmpi_algo_name(c->algo),
                     gcmpi_algo_name(c->model), 1e3 * c->predicted_s, mean_ms(c),
                     (unsigned long long)c->calls, 1 + c->retrials,
-                    c->from_cache ? ", the last settled from the cache" : "");
+                    c->from_cache ? ", the last settled from the cache" : "",
+                    c->device ? ", on device buffers" : "");
             for (int t = 0; t < tried(c); t++)
                 fprintf(f, "%s %s %.3f ms", t ? "," : " (median calls:", gcmpi_algo_name(c->trial[t]),
                         1e3 * c->trial_median_s[t]);
@@ -112,12 +113,12 @@ void gcmpi_auto_report_json(FILE *f)
                     "%s\n    {\"comm\": \"%s\", \"collective\": \"allreduce\", \"ranks\": %d, "
                     "\"nodes\": %d, \"count\": %zu, \"algo\": \"%s\", \"model\": \"%s\", "
                     "\"predicted_s\": %.6g, \"measured_s\": %.6g, \"calls\": %llu, "
-                    "\"trials\": %d, \"from_cache\": %s, \"trial\": [",
+                    "\"trials\": %d, \"from_cache\": %s, \"device\": %s, \"trial\": [",
                     first ? "" : ",", r->comm, r->p, r->n_nodes, c->count,
                     gcmpi_algo_name(c->algo), gcmpi_algo_name(c->model), c->predicted_s,
                     c->calls ? c->measured_s / (double)c->calls : 0.0,
                     (unsigned long long)c->calls, 1 + c->retrials,
-                    c->from_cache ? "true" : "false");
+                    c->from_cache ? "true" : "false", c->device ? "true" : "false");
             for (int t = 0; t < tried(c); t++)
                 fprintf(f, "%s{\"algo\": \"%s\", \"median_s\": %.6g}", t ? ", " : "",
                         gcmpi_algo_name(c->trial[t]), c->trial_median_s[t]);

@@ -163,6 +163,10 @@ typedef struct gcmpi_auto_cached {
 
 typedef struct gcmpi_auto_choice {
     size_t count;          /* floats of the call                        */
+    int device;            /* this rank's trial calls included calls on
+                              device buffers (rows are per count alone:
+                              ranks may differ in where their buffers
+                              live, and must agree on the algorithm)     */
     gcmpi_algo algo;       /* what auto runs (after the trial: settled) */
     gcmpi_algo model;      /* the model's pick                          */
     double predicted_s;    /* the model's time for it                   */
@@ -236,6 +240,10 @@ typedef struct gcmpi_coll_ctx {
     gcmpi_nodes *gather_nodes; /* non-NULL: payload all-gathers go
                                   node by node (the compressed
                                   MPI_Allgather under hier or auto)         */
+    int on_device;             /* the call's buffers are device memory: the
+                                  device path times the whole call for
+                                  auto's trial (staging included), so the
+                                  host algorithm it may run inside does not */
 } gcmpi_coll_ctx;
 
 /* The algorithm auto picks (or cfg->algo when forced) for this call.

@@ -20,6 +20,10 @@
  * turn, and the fastest by its median call on the slowest rank is kept from
  * then on; a lossy one only when it beats passthrough by GCMPI_AUTO_MARGIN;
  * among candidates within GCMPI_AUTO_TIE of the fastest, the model's.
+ * Calls on device buffers are timed whole (staging through host memory
+ * included) by the device path; the model's figures are the host's, so
+ * where any rank's trial calls were on device buffers it only proposes
+ * the candidates and the trial alone decides.
  *
  * A job run again finds both in GCMPI_AUTO_CACHE (auto_cache.h): the
  * agreed figures, checked against one link figure measured again, and
@@ -817,18 +821,22 @@ static void start_trial(gcmpi_coll_ctx *ctx, gcmpi_auto_model *m, gcmpi_auto_cho
  * its typical call lost to passthrough by 1.8x. */
 static int settle(gcmpi_coll_ctx *ctx, gcmpi_auto_choice *c)
 {
-    double mine[GCMPI_AUTO_TRIALS], agreed[GCMPI_AUTO_TRIALS];
+    /* The medians, and last whether this rank's calls were on device
+     * buffers (MAX: any rank's). */
+    double mine[GCMPI_AUTO_TRIALS + 1], agreed[GCMPI_AUTO_TRIALS + 1];
     for (int i = 0; i < c->n_trial; i++) {
         double t[GCMPI_AUTO_TRIAL_CALLS];
         memcpy(t, c->trial_s[i], sizeof t);
         qsort(t, GCMPI_AUTO_TRIAL_CALLS, sizeof t[0], cmp_double);
         mine[i] = t[(GCMPI_AUTO_TRIAL_CALLS - 1) / 2];
     }
+    mine[c->n_trial] = c->device;
     const double t0 = PMPI_Wtime();
-    int rc = PMPI_Allreduce(mine, agreed, c->n_trial, MPI_DOUBLE, MPI_MAX, ctx->comm);
+    int rc = PMPI_Allreduce(mine, agreed, c->n_trial + 1, MPI_DOUBLE, MPI_MAX, ctx->comm);
     if (ctx->stats) ctx->stats->comm_s += PMPI_Wtime() - t0;
     if (rc != MPI_SUCCESS) return rc;
     memcpy(c->trial_median_s, agreed, (size_t)c->n_trial * sizeof agreed[0]);
+    c->device = agreed[c->n_trial] > 0;
     /* What may be kept: passthrough and the exact candidates (hier inside
      * one node's window) as they are, a lossy one only when it beats
      * passing through by the margin: a gain inside the noise of a few
@@ -847,13 +855,16 @@ static int settle(gcmpi_coll_ctx *ctx, gcmpi_auto_choice *c)
      * of the fastest (at 64 MiB over shared memory, 2 ranks, the trial put
      * hier, native and passthrough within 3 %, and their settled calls then
      * took 16.8, 21.1 and 35 ms): among those the model's fastest, a
-     * figure measured apart from those few calls. */
+     * figure measured apart from those few calls. Not where a rank's
+     * calls were on device buffers: the model's codec rates and its
+     * passthrough are the host's (no GPU kernels, no staging), so there
+     * the trial's fastest stands. */
     const gcmpi_auto_model *m = ctx->cache->model;
     const gcmpi_cost_env env = gcmpi_auto_env_at(ctx->cfg, m, c->ratio);
     const double bytes = (double)c->count * sizeof(float);
     double best_model = gcmpi_cost_predict(&env, c->trial[best], m->inner, bytes);
     const double band = (1.0 + GCMPI_AUTO_TIE) * agreed[best];
-    for (int i = 0; i < c->n_trial; i++) {
+    for (int i = 0; i < c->n_trial && !c->device; i++) {
         if (i == best || !ok[i] || !(agreed[i] <= band)) continue;
         const double t = gcmpi_cost_predict(&env, c->trial[i], m->inner, bytes);
         if (t < best_model) {
@@ -927,6 +938,7 @@ void gcmpi_auto_note(gcmpi_coll_ctx *ctx, size_t count, gcmpi_algo algo, double 
     const double ratio = ctx->cfg->params.ratio;
     if (!c->settled) {
         c->ratio = ratio;
+        if (ctx->on_device) c->device = 1;
         for (int i = 0; i < c->n_trial; i++)
             if (c->trial[i] == algo && c->trial_calls[i] < GCMPI_AUTO_TRIAL_CALLS) {
                 c->trial_s[i][c->trial_calls[i]++] = seconds;

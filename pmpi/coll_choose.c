@@ -149,8 +149,11 @@ int gcmpi_allreduce_compressed(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float
     if (algo == GCMPI_ALGO_AUTO || algo == GCMPI_ALGO_RULE) algo = gcmpi_coll_pick(ctx, count, &rc);
     /* A trial call starts together on every rank: else it is charged with
      * the previous call's stragglers (after a passthrough call over a
-     * 1 Gbit/s link the next candidate took 2-3x its own time). */
-    if (rc == MPI_SUCCESS && gcmpi_auto_in_trial(ctx, count)) rc = PMPI_Barrier(ctx->comm);
+     * 1 Gbit/s link the next candidate took 2-3x its own time). The
+     * device path times its calls itself, copies included. */
+    const int timed = !ctx->on_device;
+    if (rc == MPI_SUCCESS && timed && gcmpi_auto_in_trial(ctx, count))
+        rc = PMPI_Barrier(ctx->comm);
     const double t0 = PMPI_Wtime();
     /* An exact call has no error for momentum correction to make up: it
      * sums g as MPI would, and the optimizer's own momentum is exact. It
@@ -166,7 +169,7 @@ int gcmpi_allreduce_compressed(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float
         rc = gcmpi_coll_momentum_allreduce(ctx, algo, in, out, count, ef);
     else if (rc == MPI_SUCCESS)
         rc = gcmpi_coll_run(ctx, algo, in, out, count, ef);
-    if (rc == MPI_SUCCESS) gcmpi_auto_note(ctx, count, algo, PMPI_Wtime() - t0);
+    if (rc == MPI_SUCCESS && timed) gcmpi_auto_note(ctx, count, algo, PMPI_Wtime() - t0);
     ctx->stats = caller_stats;
     return rc;
 }

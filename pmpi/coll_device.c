@@ -21,6 +21,7 @@
 
 #include "coll_impl.h"
 #include "device.h"
+#include "device_stage.h"
 
 static const gcmpi_gpu_table *gpu_of(gcmpi_gpu_ctx **ctx)
 {
@@ -490,36 +491,62 @@ static const gcmpi_momentum_ops device_ops = {
     .bcast = dev_bcast,
 };
 
+/* Passthrough on device buffers: MPI sums the floats, staged through
+ * page-locked host memory unless the MPI is CUDA-aware (device_stage.h
+ * counts which). */
+static int dev_passthrough(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t count)
+{
+    gcmpi_stage s;
+    int rc = gcmpi_stage_allreduce(&s, in == out ? MPI_IN_PLACE : (const void *)in, out,
+                                   (int64_t)count, MPI_FLOAT);
+    if (rc != MPI_SUCCESS) return rc;
+    float *recv = s.recv;
+    const float *send = s.send == MPI_IN_PLACE ? recv : s.send;
+    rc = gcmpi_coll_dispatch(ctx, GCMPI_ALGO_PASS, send, recv, count, NULL);
+    return gcmpi_stage_finish(&s, rc);
+}
+
 int gcmpi_device_allreduce_compressed(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in,
                                       float *out, size_t count, gcmpi_ef_slot *ef)
 {
     if (algo == GCMPI_ALGO_AUTO || algo == GCMPI_ALGO_RULE)
         algo = gcmpi_coll_choose(ctx->cfg, count, ctx->size);
+    if (count == 0) return gcmpi_allreduce_compressed(ctx, algo, in, out, count, ef);
     gcmpi_device_stats *ds = gcmpi_device_stats_mut();
     const int kernels = algo == GCMPI_ALGO_HIER ? hier_has_kernels(ctx, count)
                                                 : gcmpi_device_has_kernels(ctx->cfg, algo);
-    if (count == 0 || !gcmpi_coll_supports(ctx->cfg->codec, algo) || !kernels ||
-        !both_on_device(in, out)) {
-        if (count) ds->compressed_host++;
-        return count ? allreduce_on_host(ctx, algo, in, out, count, ef)
-                     : gcmpi_allreduce_compressed(ctx, algo, in, out, count, ef);
-    }
-    ds->compressed++;
+    const int on_gpu = algo != GCMPI_ALGO_PASS && gcmpi_coll_supports(ctx->cfg->codec, algo) &&
+                       kernels && both_on_device(in, out);
+    const int passthrough = algo == GCMPI_ALGO_PASS;
     gcmpi_call_stats scratch_stats;
     gcmpi_call_stats *caller_stats = ctx->stats;
     if (!ctx->stats) ctx->stats = &scratch_stats;
-    memset(ctx->stats, 0, sizeof *ctx->stats);
-    ctx->stats->bytes_offered = (uint64_t)count * sizeof(float);
-    int rc = MPI_SUCCESS;
-    if (gcmpi_auto_in_trial(ctx, count)) rc = PMPI_Barrier(ctx->comm); /* as on the host */
+    if (on_gpu || passthrough) { /* the host algorithm resets its own */
+        memset(ctx->stats, 0, sizeof *ctx->stats);
+        ctx->stats->bytes_offered = (uint64_t)count * sizeof(float);
+    }
+    /* auto's trial times the whole call, as on the host from a barrier:
+     * passthrough's staging and a host algorithm's copies included, which
+     * the host paths inside (told by ctx->on_device) leave to this one. */
+    const int on_device = ctx->on_device;
+    ctx->on_device = 1;
+    int rc = gcmpi_auto_in_trial(ctx, count) ? PMPI_Barrier(ctx->comm) : MPI_SUCCESS;
     const double t0 = PMPI_Wtime();
-    if (rc == MPI_SUCCESS && gcmpi_coll_momentum_floats(ctx->cfg, count))
-        rc = gcmpi_coll_momentum_with(ctx, &device_ops, algo, in, out, count, ef);
-    else if (rc == MPI_SUCCESS)
-        rc = run_kernels(ctx, algo, in, out, count, ef);
-    /* auto's trial times this path too (the host paths note their own). */
+    if (rc == MPI_SUCCESS && passthrough) {
+        rc = dev_passthrough(ctx, in, out, count);
+    } else if (rc == MPI_SUCCESS && !on_gpu) {
+        ds->compressed_host++;
+        rc = allreduce_on_host(ctx, algo, in, out, count, ef);
+    } else if (rc == MPI_SUCCESS) {
+        ds->compressed++;
+        if (gcmpi_coll_momentum_floats(ctx->cfg, count))
+            rc = gcmpi_coll_momentum_with(ctx, &device_ops, algo, in, out, count, ef);
+        else
+            rc = run_kernels(ctx, algo, in, out, count, ef);
+        ds->device_s += ctx->stats->encode_s + ctx->stats->decode_s;
+    }
     if (rc == MPI_SUCCESS) gcmpi_auto_note(ctx, count, algo, PMPI_Wtime() - t0);
-    ds->device_s += ctx->stats->encode_s + ctx->stats->decode_s;
+    ctx->on_device = on_device;
     ctx->stats = caller_stats;
     return rc;
 }

@@ -3,11 +3,8 @@
  *
  *   mpi_device MODE BOUND [same [REPEATS]]
  *
- * The device memory comes from the GPU library named by GCMPI_GPU_LIB
- * (libgcmpi_gpu.so on a GPU, libgcmpi_gpu_emu.so in CI, whose device memory
- * is PROT_NONE outside emulated kernels and copies), loaded with dlopen as
- * an application loads CUDA; the program only touches it through that
- * library's copies. Checks, each on every rank:
+ * Device memory comes from the GPU library (device_api.h). Checks, each
+ * on every rank:
  *   - float sums (sendbuf, then MPI_IN_PLACE three times on one buffer,
  *     REPEATS more in place (steady state: no result check), twice more
  *     with the last rank on another buffer (its state new, the others'
@@ -26,7 +23,6 @@
  *     different sizes with gaps between them that keep their bytes; in
  *     place too).
  * MODE is a label for the messages. Exit status 0 when all hold. */
-#include <dlfcn.h>
 #include <math.h>
 #include <mpi.h>
 #include <stdint.h>
@@ -34,13 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct gpu_api {
-    void *(*create)(void);
-    void (*destroy)(void *ctx);
-    void *(*alloc)(void *ctx, size_t bytes);
-    void (*dealloc)(void *ctx, void *p);
-    size_t (*copy)(void *ctx, void *dst, const void *src, size_t bytes);
-} gpu_api;
+#include "device_api.h"
 
 static gpu_api api;
 static void *ctx;
@@ -104,17 +94,7 @@ int main(int argc, char **argv)
     const int same = argc > 3 && strcmp(argv[3], "same") == 0;
     const int seeded = argc > 3 && strcmp(argv[3], "seeded") == 0;
     const int repeats = argc > 4 ? atoi(argv[4]) : 0; /* extra in-place calls */
-    const char *lib = getenv("GCMPI_GPU_LIB");
-    void *h = dlopen(lib && *lib ? lib : "libgcmpi_gpu.so", RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        fprintf(stderr, "mpi_device: cannot load the GPU library: %s\n", dlerror());
-        return 2;
-    }
-    *(void **)&api.create = dlsym(h, "gcmpi_gpu_create");
-    *(void **)&api.destroy = dlsym(h, "gcmpi_gpu_destroy");
-    *(void **)&api.alloc = dlsym(h, "gcmpi_gpu_alloc");
-    *(void **)&api.dealloc = dlsym(h, "gcmpi_gpu_dealloc");
-    *(void **)&api.copy = dlsym(h, "gcmpi_gpu_copy");
+    if (gpu_api_load(&api, "mpi_device") != 0) return 2;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include <time.h>
 #include <ucontext.h>
 
 #define __global__
@@ -126,8 +127,33 @@ inline cudaError_t cudaPointerGetAttributes(cudaPointerAttributes *a, const void
     }
     return cudaSuccess;
 }
+/* By address alone: to gcc a const pointer to a fresh malloc handed to a
+ * function reads as a read of uninitialised memory. */
+inline bool emu_is_device(uintptr_t u)
+{
+    auto it = emu_allocs().upper_bound(u);
+    if (it == emu_allocs().begin()) return false;
+    --it;
+    return u < it->first + it->second;
+}
+/* CUDA_EMU_COPY_GBPS=R (GB/s, R > 0): a copy between host and "device"
+ * memory also waits as long as R GB/s would take, a bus much slower than
+ * memcpy, so tests can see who pays for host<->device copies (auto's
+ * trial timing the staging of a passthrough call). */
+inline void emu_bus_wait(uintptr_t d, uintptr_t s, size_t n)
+{
+    static const double rate = [] {
+        const char *v = std::getenv("CUDA_EMU_COPY_GBPS");
+        return v ? std::atof(v) * 1e9 : 0.0;
+    }();
+    if (!(rate > 0) || emu_is_device(d) == emu_is_device(s)) return;
+    const double seconds = (double)n / rate;
+    struct timespec t = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
+    while (nanosleep(&t, &t) != 0) {}
+}
 inline cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, cudaMemcpyKind, cudaStream_t)
 {
+    emu_bus_wait((uintptr_t)d, (uintptr_t)s, n);
     EMU_OPEN;
     std::memmove(d, s, n);
     return cudaSuccess;
