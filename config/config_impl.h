@@ -87,7 +87,8 @@
       "link measurement before use; auto = $XDG_CACHE_HOME/libgcmpi or ~/.cache/libgcmpi")  \
     X(NODE_SHM, "GCMPI_NODE_SHM", "bool", "1", "0/1, true/false, yes/no, on/off",              \
       "hier: sum and gather inside a node through an MPI shared-memory window (one copy) "    \
-      "instead of MPI_Reduce_scatter and MPI_Allgatherv; 0 = through MPI")                    \
+      "instead of MPI_Reduce_scatter and MPI_Allgatherv, made to fit the room /dev/shm has "  \
+      "(through MPI where none is left); 0 = through MPI")                                    \
     X(SEED, "GCMPI_SEED", "uint64", "42", "0..2^64-1 (decimal or 0x hex)",                     \
       "seed of stochastic rounding and random selection (same on every rank)")                \
     X(COMM, "GCMPI_COMM", "list", "world", "world, all, or up to 16 comma-separated names; "  \

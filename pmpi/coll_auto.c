@@ -212,7 +212,9 @@ static int node_wait_quietly(MPI_Comm node)
 }
 
 /* hier's two phases inside the node through its shared window, as
- * hier_scatter runs them: settled() of `repeats` runs on the slowest rank. */
+ * hier_scatter runs them: settled() of `repeats` runs on the slowest rank;
+ * -1 on every rank of the node when the node's shared memory has no room
+ * for a window. */
 static double time_node_window(gcmpi_nodes *n, uint8_t *a, uint8_t *b, size_t bytes,
                                int repeats)
 {
@@ -229,6 +231,7 @@ static double time_node_window(gcmpi_nodes *n, uint8_t *a, uint8_t *b, size_t by
         int worst = MPI_SUCCESS;
         int rc = gcmpi_node_shm_reduce_scatter(&n->shm, n->node, (const float *)a, (float *)b,
                                                n->counts, n->displs);
+        if (rc == GCMPI_NODE_SHM_NO_ROOM) return -1.0;
         if (rc == MPI_SUCCESS)
             rc = gcmpi_node_shm_allgather(&n->shm, n->node, (float *)b, n->counts, n->displs,
                                           MPI_SUCCESS, &worst);
@@ -441,7 +444,12 @@ static int measure(gcmpi_coll_ctx *ctx, gcmpi_nodes *nodes, double *f)
                 f[N_ARS] = time_node_window(nodes, a, b, SMALL_MID_BYTES, REPEATS);
                 f[N_ARM] = time_node_window(nodes, a, b, NODE_MID_BYTES, BIG_REPEATS);
                 f[N_AR2] = time_node_window(nodes, a, b, NODE_LARGE_BYTES, BIG_REPEATS);
-            } else {
+                /* No room for a window (the same on every rank of the
+                 * node): hier will go through MPI, timed as such below. */
+                if (f[N_AR1] < 0 || f[N_ARS] < 0 || f[N_ARM] < 0 || f[N_AR2] < 0)
+                    gcmpi_hier_window_gone(nodes);
+            }
+            if (!(nodes->shm_possible && cfg->node_shm)) {
                 f[N_AR1] = time_prim(PRIM_ALLREDUCE, nodes->node, a, b, SMALL_BYTES);
                 f[N_ARS] = time_prim(PRIM_ALLREDUCE, nodes->node, a, b, SMALL_MID_BYTES);
                 f[N_ARM] = time_prim_n(PRIM_ALLREDUCE, nodes->node, a, b, NODE_MID_BYTES,

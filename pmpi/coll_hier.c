@@ -39,7 +39,9 @@
 #include "coll_impl.h"
 #include "node_shm.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 void gcmpi_nodes_free(gcmpi_nodes *n)
 {
@@ -170,6 +172,22 @@ static int nodes_of(gcmpi_coll_ctx *ctx, gcmpi_nodes **n, int *owned)
     return rc;
 }
 
+int gcmpi_hier_window_gone(gcmpi_nodes *n)
+{
+    static int told; /* once a process: the first rank of each node short of room */
+    if (n->node_rank == 0 && !told) {
+        char host[256] = "?";
+        gethostname(host, sizeof host - 1);
+        told = 1;
+        fprintf(stderr, "libgcmpi: %s: the node's shared memory (/dev/shm) has no room for "
+                        "hier's window; its ranks sum through MPI instead (slower). A container "
+                        "needs more shared memory (docker run --shm-size); GCMPI_NODE_SHM=0 "
+                        "says so without this note\n", host);
+    }
+    n->shm_possible = 0;
+    return 0;
+}
+
 int gcmpi_hier_scatter_style(const gcmpi_config *cfg, const gcmpi_nodes *n, size_t count)
 {
     return n->min_node_size == n->max_node_size && n->node_size > 1 && n->n_nodes > 1 &&
@@ -240,16 +258,18 @@ static int hier_scatter(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, const gcmpi_hier_ve
 
     /* Through the node's shared window where its ranks share memory (all
      * ranks of a node see the same shm_possible and configuration). */
-    const int shm = n->shm_possible && ctx->cfg->node_shm;
+    int shm = n->shm_possible && ctx->cfg->node_shm;
     double t0 = PMPI_Wtime();
-    int rc;
+    int rc = MPI_SUCCESS;
     if (shm) {
         rc = gcmpi_node_shm_reduce_scatter(&n->shm, n->node, hin, hout, counts, displs);
-    } else if (hin == hout) {
+        if (rc == GCMPI_NODE_SHM_NO_ROOM) shm = gcmpi_hier_window_gone(n);
+    }
+    if (!shm && hin == hout) {
         /* In place the node's chunk lands at the start of out. */
         rc = PMPI_Reduce_scatter(MPI_IN_PLACE, hout, counts, MPI_FLOAT, MPI_SUM, n->node);
         if (rc == MPI_SUCCESS && lo) memmove(hout + lo, hout, len * sizeof(float));
-    } else {
+    } else if (!shm) {
         rc = PMPI_Reduce_scatter(hin, hout + lo, counts, MPI_FLOAT, MPI_SUM, n->node);
     }
     st->bytes_sent += (uint64_t)(count - len) * sizeof(float);

@@ -91,6 +91,10 @@ int gcmpi_hier_by_chunks_with(gcmpi_coll_ctx *ctx, const gcmpi_hier_vec_ops *ops
                               const float *in, float *out, size_t count, gcmpi_ef_slot *ef);
 /* 1 when hier runs its reduce-scatter style for count on nodes n. */
 int gcmpi_hier_scatter_style(const gcmpi_config *cfg, const gcmpi_nodes *n, size_t count);
+/* The node's shared memory had no room for a window (on every rank of
+ * n's node): n sums through MPI from now on, and the job is told once.
+ * Returns 0 (no window). */
+int gcmpi_hier_window_gone(gcmpi_nodes *n);
 /* ef for an overflow step (inf or NaN in the input): its slot without the
  * residual and the momentum, which must not take the value (in *bare), or
  * NULL without a slot. */

@@ -14,27 +14,75 @@
  * part and reading it. Every rank writes only its own part. */
 #include "node_shm.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 
 /* Each rank's part: a header (its rc in the allgather) on its own cache
  * line, then the floats. */
 #define HEADER_BYTES 64
 
+/* Where the node's shared memory lives: Open MPI's osc/sm puts a
+ * window's backing file in /dev/shm, as MPICH does its segments. */
+#define SHM_DIR "/dev/shm"
+/* Beyond the parts: Open MPI's control block and page rounding (4 ranks,
+ * 64 MiB parts: 20 KiB), with room to spare. */
+#define WINDOW_OVERHEAD ((size_t)256 << 10)
+/* The fewest floats a part worth making: below this the rounds' barriers
+ * cost more than MPI's own reduce-scatter. */
+#define LEAST_PART_FLOATS ((size_t)64 << 10)
+
 struct gcmpi_node_shm {
     MPI_Win win;
     int q;             /* ranks of the node                         */
     size_t cap;        /* floats in each rank's part                */
+    size_t asked;      /* floats a part was asked to hold: more than
+                          cap when the node's shared memory had less
+                          room (not asked again for as much)        */
     unsigned char **part; /* q pointers: every rank's part, mapped here */
 };
 
 static int finalizing;
 static size_t max_floats = GCMPI_NODE_SHM_MAX_FLOATS;
+static size_t room_override = SIZE_MAX;
 
 void gcmpi_node_shm_set_max_floats(size_t floats)
 {
     max_floats = floats > 0 ? floats : 1;
+}
+
+void gcmpi_node_shm_set_room(size_t bytes)
+{
+    room_override = bytes;
+}
+
+/* Bytes the node's shared memory can still take (SIZE_MAX: not known).
+ * A window larger than that is not refused by Open MPI 4.1 on every rank:
+ * its first rank fails and the others wait for it forever. */
+static size_t room_here(void)
+{
+    if (room_override != SIZE_MAX) return room_override;
+    struct statvfs v;
+    if (statvfs(SHM_DIR, &v) != 0) return SIZE_MAX;
+    const uint64_t free_bytes = (uint64_t)v.f_bavail * v.f_frsize;
+    /* An eighth kept for MPI's own segments and other jobs. */
+    const uint64_t usable = free_bytes - free_bytes / 8;
+    return usable > SIZE_MAX - 1 ? SIZE_MAX - 1 : (size_t)usable;
+}
+
+/* Floats a part may hold so that q parts fit in room bytes. */
+static size_t part_floats_in(size_t room, int q)
+{
+    if (room == SIZE_MAX) return SIZE_MAX;
+    if (room <= WINDOW_OVERHEAD) return 0;
+    const size_t per_rank = (room - WINDOW_OVERHEAD) / (size_t)q;
+    return per_rank > HEADER_BYTES + 4096 ? (per_rank - HEADER_BYTES - 4096) / sizeof(float) : 0;
 }
 
 void gcmpi_node_shm_finalizing(void)
@@ -67,49 +115,123 @@ void gcmpi_node_shm_free(gcmpi_node_shm *s)
     free(s);
 }
 
-/* A window whose parts hold at least floats floats (the same on every
- * rank of the node, so all grow together). */
-static int window_of(gcmpi_node_shm **shm, MPI_Comm node, size_t floats)
+/* This rank's part backed by memory now: a tmpfs short of room fails here
+ * with an error (MADV_POPULATE_WRITE, Linux 5.14) instead of a SIGBUS at a
+ * later call's first write to it, where the room was taken meanwhile (by
+ * another node emulated on the same host, another job). A kernel without
+ * it (EINVAL) leaves the pages to be faulted in as they are written. */
+static int part_backed(void *at, size_t bytes)
 {
-    if (*shm && (*shm)->cap >= floats) return MPI_SUCCESS;
-    gcmpi_node_shm_free(*shm);
-    *shm = NULL;
-    int q, rc;
-    PMPI_Comm_size(node, &q);
+#ifdef MADV_POPULATE_WRITE
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t lo = (uintptr_t)at & ~(page - 1);
+    const uintptr_t hi = ((uintptr_t)at + bytes + page - 1) & ~(page - 1);
+    if (madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE) == 0) return 1;
+    return errno == EINVAL;
+#else
+    (void)at;
+    (void)bytes;
+    return 1;
+#endif
+}
+
+/* The window itself, parts of s->cap floats, every part backed on every
+ * rank: *backed 0 on every rank (and the window freed) where some part was
+ * not. Collective over node. */
+static int allocate(gcmpi_node_shm *s, MPI_Comm node, int me, int *backed)
+{
+    /* Non-contiguous parts: each rank's pages may sit near it (NUMA). */
+    MPI_Info info;
+    PMPI_Info_create(&info);
+    PMPI_Info_set(info, "alloc_shared_noncontig", "true");
+    void *base = NULL;
+    const size_t bytes = HEADER_BYTES + s->cap * sizeof(float);
+    int rc = PMPI_Win_allocate_shared((MPI_Aint)bytes, 1, info, node, &base, &s->win);
+    PMPI_Info_free(&info);
+    for (int i = 0; rc == MPI_SUCCESS && i < s->q; i++) {
+        MPI_Aint part_bytes;
+        int unit;
+        void *at = NULL;
+        rc = PMPI_Win_shared_query(s->win, i, &part_bytes, &unit, &at);
+        s->part[i] = at;
+    }
+    if (rc != MPI_SUCCESS) return rc;
+    const int mine = part_backed(s->part[me], bytes);
+    rc = PMPI_Allreduce(&mine, backed, 1, MPI_INT, MPI_MIN, node);
+    if (rc == MPI_SUCCESS && *backed) return PMPI_Win_lock_all(MPI_MODE_NOCHECK, s->win);
+    PMPI_Win_free(&s->win);
+    return rc;
+}
+
+/* Windows of one host are made one at a time: nodes emulated on a host
+ * (GCMPI_NODE_SIZE) share its /dev/shm, and two nodes that each saw room
+ * for a window need not both fit (Open MPI then stops the job). The
+ * node's first rank holds an flock on a file beside the windows while its
+ * node agrees on the room, makes the window and backs it; nothing in
+ * between waits on another node. Returns the descriptor, or -1 (other
+ * ranks; no file to be had: made unlocked, as before). */
+static int host_lock(int me)
+{
+    if (me != 0) return -1;
+    const int fd = open(SHM_DIR "/libgcmpi-windows.lock", O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return -1;
+    while (flock(fd, LOCK_EX) != 0)
+        if (errno != EINTR) break;
+    return fd;
+}
+
+/* window_of's work, under the host's lock. */
+static int make_window(gcmpi_node_shm **shm, MPI_Comm node, int q, int me, size_t floats,
+                       size_t least)
+{
     gcmpi_node_shm *s = calloc(1, sizeof *s);
     if (s) s->part = malloc((size_t)q * sizeof *s->part);
-    int ok = s && s->part, all_ok = 0;
-    rc = PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node);
-    if (rc != MPI_SUCCESS || !all_ok) {
+    /* One agreement: whether every rank got its pointers, and the least
+     * room any rank sees (after the old window went). */
+    uint64_t mine[2] = {s && s->part, room_here()}, all[2] = {0, 0};
+    int rc = PMPI_Allreduce(mine, all, 2, MPI_UINT64_T, MPI_MIN, node);
+    const size_t fit = part_floats_in(all[1] > SIZE_MAX ? SIZE_MAX : (size_t)all[1], q);
+    if (rc != MPI_SUCCESS || !all[0]) {
         if (s) free(s->part);
         free(s);
         return rc != MPI_SUCCESS ? rc : MPI_ERR_NO_MEM;
     }
     s->q = q;
-    s->cap = floats;
-    /* Non-contiguous parts: each rank's pages may sit near it (NUMA). */
-    MPI_Info info;
-    PMPI_Info_create(&info);
-    PMPI_Info_set(info, "alloc_shared_noncontig", "true");
-    void *mine = NULL;
-    rc = PMPI_Win_allocate_shared((MPI_Aint)(HEADER_BYTES + floats * sizeof(float)), 1, info,
-                                  node, &mine, &s->win);
-    PMPI_Info_free(&info);
-    for (int i = 0; rc == MPI_SUCCESS && i < q; i++) {
-        MPI_Aint bytes;
-        int unit;
-        void *at = NULL;
-        rc = PMPI_Win_shared_query(s->win, i, &bytes, &unit, &at);
-        s->part[i] = at;
+    s->asked = floats;
+    s->cap = floats < fit ? floats : fit;
+    /* What the room said may be gone by now: half as much, until it is
+     * backed or less than `least`. */
+    int backed = 0;
+    while (rc == MPI_SUCCESS && !backed && s->cap >= least && s->cap > 0) {
+        rc = allocate(s, node, me, &backed);
+        if (rc == MPI_SUCCESS && !backed) s->cap /= 2;
     }
-    if (rc == MPI_SUCCESS) rc = PMPI_Win_lock_all(MPI_MODE_NOCHECK, s->win);
-    if (rc != MPI_SUCCESS) {
+    if (rc != MPI_SUCCESS || !backed) {
         free(s->part);
         free(s);
-        return rc;
+        return rc != MPI_SUCCESS ? rc : GCMPI_NODE_SHM_NO_ROOM;
     }
     *shm = s;
     return MPI_SUCCESS;
+}
+
+/* A window whose parts hold `floats` floats, or as many as the node's
+ * shared memory has room for when that is fewer but at least `least`
+ * (s->cap says which; the same on every rank of the node, so all grow
+ * together). GCMPI_NODE_SHM_NO_ROOM on every rank of the node when not
+ * even `least` fit. */
+static int window_of(gcmpi_node_shm **shm, MPI_Comm node, size_t floats, size_t least)
+{
+    if (*shm && ((*shm)->cap >= floats || (*shm)->asked >= floats)) return MPI_SUCCESS;
+    gcmpi_node_shm_free(*shm);
+    *shm = NULL;
+    int q, me, rc;
+    PMPI_Comm_size(node, &q);
+    PMPI_Comm_rank(node, &me);
+    const int lock = host_lock(me);
+    rc = make_window(shm, node, q, me, floats, least);
+    if (lock >= 0) close(lock);
+    return rc;
 }
 
 static float *floats_of(const gcmpi_node_shm *s, int rank)
@@ -171,9 +293,14 @@ int gcmpi_node_shm_reduce_scatter(gcmpi_node_shm **shm, MPI_Comm node, const flo
     if (piece < longest && piece * (size_t)q < want) piece++;
     if (piece > longest) piece = longest;
     if (piece == 0) return MPI_SUCCESS; /* nothing to sum anywhere */
-    int rc = window_of(shm, node, piece * (size_t)q);
+    const size_t least = piece * (size_t)q < LEAST_PART_FLOATS ? piece * (size_t)q
+                                                                : LEAST_PART_FLOATS;
+    int rc = window_of(shm, node, piece * (size_t)q, least);
     if (rc != MPI_SUCCESS) return rc;
     const gcmpi_node_shm *s = *shm;
+    /* A window the room held smaller: more rounds of smaller pieces. */
+    if (s->cap < (size_t)q) return GCMPI_NODE_SHM_NO_ROOM; /* the same on every rank */
+    if (piece > s->cap / (size_t)q) piece = s->cap / (size_t)q;
     float *mine = floats_of(s, me);
     for (size_t from = 0; from < longest && rc == MPI_SUCCESS; from += piece) {
         /* Piece j of this round of every chunk into slot j of this rank's
@@ -199,7 +326,7 @@ int gcmpi_node_shm_allgather(gcmpi_node_shm **shm, MPI_Comm node, float *out, co
     PMPI_Comm_size(node, &q);
     PMPI_Comm_rank(node, &me);
     *worst = my_rc;
-    int rc = window_of(shm, node, 1);
+    int rc = window_of(shm, node, 1, 1);
     if (rc != MPI_SUCCESS) return rc;
     const gcmpi_node_shm *s = *shm;
     const size_t longest = largest(counts, q), step = s->cap < max_floats ? s->cap : max_floats;

@@ -15,8 +15,15 @@
 #include <stddef.h>
 
 /* Most floats one rank's part of the window holds (64 MiB): a larger
- * vector goes in rounds, two barriers each. */
+ * vector goes in rounds, two barriers each. Where the node's shared
+ * memory (/dev/shm: 64 MiB in a Docker container by default) has less
+ * room, the parts are made smaller, down to 64 Ki floats. */
 #define GCMPI_NODE_SHM_MAX_FLOATS ((size_t)16 << 20)
+
+/* Returned, on every rank of the node, when no window fits the node's
+ * shared memory: nothing was done, the caller sums through MPI instead.
+ * Never an MPI error code (those are >= 0). */
+#define GCMPI_NODE_SHM_NO_ROOM (-1)
 
 typedef struct gcmpi_node_shm gcmpi_node_shm;
 
@@ -28,7 +35,7 @@ int gcmpi_node_shm_possible(MPI_Comm node, int *possible);
  * sum of that range of every rank's in, summed in local rank order
  * (in == out allowed). The window (*shm, created or grown here; collective
  * over node with the same counts on every rank) is kept for the next
- * call. Returns an MPI error code. */
+ * call. Returns an MPI error code, or GCMPI_NODE_SHM_NO_ROOM. */
 int gcmpi_node_shm_reduce_scatter(gcmpi_node_shm **shm, MPI_Comm node, const float *in,
                                   float *out, const int *counts, const int *displs);
 
@@ -42,6 +49,10 @@ int gcmpi_node_shm_allgather(gcmpi_node_shm **shm, MPI_Comm node, float *out, co
 /* Sets the most floats of a part (tests: a small part forces rounds);
  * GCMPI_NODE_SHM_MAX_FLOATS until then. The same on every rank. */
 void gcmpi_node_shm_set_max_floats(size_t floats);
+
+/* Tests: the bytes of shared memory a window may take, instead of what
+ * /dev/shm has free (SIZE_MAX: measure it again). */
+void gcmpi_node_shm_set_room(size_t bytes);
 
 /* Frees the window (collective over its node) ... */
 void gcmpi_node_shm_free(gcmpi_node_shm *shm);

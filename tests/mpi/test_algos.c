@@ -615,6 +615,53 @@ static void test_hier_none_sums_exactly_for_every_node_size(harness *h)
     use_node_size(h, 0);
 }
 
+/* A node whose shared memory has little room (a container's /dev/shm):
+ * hier's window is made smaller and the vector goes in more rounds; with
+ * no room for even 64 Ki floats a part it sums through MPI instead, on
+ * every rank of the node alike (a window Open MPI cannot back hangs the
+ * node's other ranks). Either way codec none's sums are exact and the
+ * same on every rank, one node or several. */
+static void test_hier_window_fits_the_room_or_goes(harness *h)
+{
+    const int p = h->ctx.size;
+    const size_t n = (size_t)1 << 20;
+    /* room for parts of 80 Ki floats (the vector wants 1 Mi / q each),
+     * then none */
+    const size_t part = 64 + 4096 + ((size_t)80 << 10) * sizeof(float); /* header, page */
+    const size_t rooms[] = {(size_t)p * part + ((size_t)256 << 10), 0};
+    static const char *what[] = {"small window", "no room"};
+    use_codec(h, "none");
+    float *in = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) in[i] = int_value(h->ctx.rank, i);
+    for (int r = 0; r < 2; r++)
+        for (int q = p > 1 ? 2 : 1; q <= p; q += p > 2 ? p - 2 : 1) {
+            use_node_size(h, q);
+            gcmpi_node_shm_set_room(rooms[r]);
+            for (int call = 0; call < 2; call++) {
+                memset(out, 0, n * sizeof(float));
+                int rc = allreduce(h, GCMPI_ALGO_HIER, in, out, n, NULL);
+                CHECK(rc == MPI_SUCCESS, "%s q=%d call %d: rc %d", what[r], q, call, rc);
+                size_t bad = 0;
+                for (size_t i = 0; i < n; i++) {
+                    float want = 0;
+                    for (int k = 0; k < p; k++) want += int_value(k, i);
+                    bad += out[i] != want;
+                }
+                CHECK(bad == 0, "%s q=%d call %d: %zu wrong sums", what[r], q, call, bad);
+                CHECK(same_on_all_ranks(h, out, n), "%s q=%d: ranks differ", what[r], q);
+            }
+            /* Nodes of one size use the window (uneven ones reduce to a
+             * leader): kept where it fits, given up where not. */
+            if (h->cache.nodes && p % q == 0)
+                CHECK(h->cache.nodes->shm_possible == (r == 0),
+                      "%s q=%d: window kept %d", what[r], q, h->cache.nodes->shm_possible);
+        }
+    gcmpi_node_shm_set_room(SIZE_MAX);
+    use_node_size(h, 0);
+    free(in);
+    free(out);
+}
+
 /* The window's allgather tells every rank of the node the largest code
  * any rank brought (a column's failure reaches its whole node), and puts
  * every chunk in place; straight on the shared-memory primitives, on a
@@ -1936,6 +1983,7 @@ int main(int argc, char **argv)
         T(test_hier_nonfinite_inputs_behave_like_mpi_sum),
         T(test_hier_node_split_follows_node_size),
         T(test_hier_none_sums_exactly_for_every_node_size),
+        T(test_hier_window_fits_the_room_or_goes),
         T(test_node_window_spreads_chunks_and_the_worst_code),
         T(test_hier_on_one_node_is_exact_in_rank_order),
         T(test_hier_lossy_codecs_agree_and_stay_close),
