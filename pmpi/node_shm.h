@@ -14,11 +14,18 @@
 #include <mpi.h>
 #include <stddef.h>
 
-/* Most floats one rank's part of the window holds (64 MiB): a larger
- * vector goes in rounds, two barriers each. Where the node's shared
- * memory (/dev/shm: 64 MiB in a Docker container by default) has less
- * room, the parts are made smaller, down to 64 Ki floats. */
-#define GCMPI_NODE_SHM_MAX_FLOATS ((size_t)16 << 20)
+/* Most floats one rank's part of the window holds (4 MiB): a larger
+ * vector goes in rounds, two barriers each. A node's window is then a
+ * sixteenth of a 64 MiB vector's (room in a container's /dev/shm), and a
+ * round can stay in the shared last-level cache between one rank copying
+ * its vector in and the others summing from it: on the emulated 2 x 4
+ * cluster (2 cores, 32 MiB L3), hier's 64 MiB topk calls one after
+ * another took 185-216 ms with 4 MiB parts against 261-332 ms with one
+ * 64 MiB round (four runs each); alternating with rsag, 186-188 against
+ * 177-223. Where the node's shared memory (/dev/shm: 64 MiB in a Docker
+ * container by default) has less room, the parts are made smaller, down
+ * to 64 Ki floats. */
+#define GCMPI_NODE_SHM_MAX_FLOATS ((size_t)1 << 20)
 
 /* Returned, on every rank of the node, when no window fits the node's
  * shared memory: nothing was done, the caller sums through MPI instead.
