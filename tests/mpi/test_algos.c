@@ -158,6 +158,18 @@ static float int_value(int r, size_t i)
     return (float)((long)((i * 7 + (size_t)r * 13) % 19) - 9);
 }
 
+/* Elements of out[0..n) that are not the exact sum of int_value over p ranks. */
+static size_t wrong_int_sums(const float *out, size_t n, int p)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        float want = 0;
+        for (int r = 0; r < p; r++) want += int_value(r, i);
+        bad += out[i] != want;
+    }
+    return bad;
+}
+
 /* Laplace(0, 1) samples of rank r: heavy-ish tails like gradients. */
 static void fill_laplace(float *x, size_t n, int r)
 {
@@ -597,12 +609,7 @@ static void test_hier_none_sums_exactly_for_every_node_size(harness *h)
                 if (in_place) memcpy(out, in, n * sizeof(float));
                 int rc = allreduce(h, GCMPI_ALGO_HIER, in_place ? out : in, out, n, NULL);
                 CHECK(rc == MPI_SUCCESS, "%s q=%d n=%zu: rc %d", ways[way], q, n, rc);
-                size_t bad = 0;
-                for (size_t i = 0; i < n; i++) {
-                    float want = 0;
-                    for (int r = 0; r < p; r++) want += int_value(r, i);
-                    bad += out[i] != want;
-                }
+                const size_t bad = wrong_int_sums(out, n, p);
                 CHECK(bad == 0, "%s q=%d n=%zu in_place=%d: %zu wrong sums", ways[way], q, n,
                       in_place, bad);
                 CHECK(same_on_all_ranks(h, out, n), "%s q=%d n=%zu: ranks differ", ways[way], q, n);
@@ -641,12 +648,7 @@ static void test_hier_window_fits_the_room_or_goes(harness *h)
                 memset(out, 0, n * sizeof(float));
                 int rc = allreduce(h, GCMPI_ALGO_HIER, in, out, n, NULL);
                 CHECK(rc == MPI_SUCCESS, "%s q=%d call %d: rc %d", what[r], q, call, rc);
-                size_t bad = 0;
-                for (size_t i = 0; i < n; i++) {
-                    float want = 0;
-                    for (int k = 0; k < p; k++) want += int_value(k, i);
-                    bad += out[i] != want;
-                }
+                const size_t bad = wrong_int_sums(out, n, p);
                 CHECK(bad == 0, "%s q=%d call %d: %zu wrong sums", what[r], q, call, bad);
                 CHECK(same_on_all_ranks(h, out, n), "%s q=%d: ranks differ", what[r], q);
             }
