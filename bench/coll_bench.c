@@ -83,7 +83,8 @@ static void usage(FILE *f)
             "  --predict        print the cost model's prediction beside each time\n"
             "  --op OP          allreduce (default) or allgather: the compressed MPI_Allgather\n"
             "                   of a block of each size per rank (algorithms allgather: flat,\n"
-            "                   hier or auto: node by node)\n"
+            "                   hier: node by node, passthrough: PMPI_Allgather of the\n"
+            "                   floats, auto: its trial of the three, then its pick)\n"
             "  --ratio R        topk/randk/dgc kept fraction (default 0.01)\n"
             "  --bits B         qsgd bits (default 4)\n"
             "  --bucket N       elements per scale (default 512)\n"
@@ -350,7 +351,7 @@ static void case_call(timed_case *tc, gcmpi_coll_ctx *ctx, const float *in, floa
     if (native_first) dn = timed_native(gather, in, out, n, ctx->comm);
     PMPI_Barrier(ctx->comm);
     double t0 = PMPI_Wtime();
-    int rc = gather ? gcmpi_allgather_compressed(ctx, in, out, n, ef)
+    int rc = gather ? gcmpi_allgather_compressed(ctx, tc->algo, in, out, n, ef)
                     : gcmpi_allreduce_compressed(ctx, tc->algo, in, out, n, ef);
     const double dt = PMPI_Wtime() - t0;
     if (!native_first) dn = timed_native(gather, in, out, n, ctx->comm);
@@ -495,12 +496,37 @@ static void configure(gcmpi_config *cfg, const options *o, const gc_codec *codec
 
 /* One row of --op allgather: flat (allgather) or node by node (hier,
  * auto); other algorithms do not apply to MPI_Allgather. */
+/* The same for the compressed MPI_Allgather's trial (coll_auto_gather.c). */
+static int settle_auto_gather(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t n)
+{
+    for (int call = 0; call < 4 * GCMPI_AUTO_TRIALS * GCMPI_AUTO_TRIAL_CALLS; call++) {
+        int rc = gcmpi_allgather_compressed(ctx, GCMPI_ALGO_AUTO, in, out, n, NULL);
+        if (rc != MPI_SUCCESS) return rc;
+        gcmpi_gather_choices *g = ctx->cache ? ctx->cache->gather : NULL;
+        const gcmpi_auto_choice *c = g ? gcmpi_auto_row(g->rows, &g->n, n, 0) : NULL;
+        if (!c) return MPI_SUCCESS;
+        if (c->settled) {
+            if (world_rank == 0) {
+                fprintf(stderr, "gcmpi-coll-bench: auto allgather %s, %zu floats a rank: trial",
+                        gc_codec_name(ctx->cfg->codec), n);
+                for (int t = 0; t < c->n_trial; t++)
+                    fprintf(stderr, "%s %s %.3f ms", t ? "," : "", algo_name(c->trial[t]),
+                            1e3 * c->trial_median_s[t]);
+                fprintf(stderr, " -> %s\n", algo_name(c->algo));
+            }
+            return MPI_SUCCESS;
+        }
+    }
+    return MPI_SUCCESS;
+}
+
 static void run_allgather_op(const options *o, gcmpi_coll_ctx *ctx, const gc_codec *codec,
                              gcmpi_algo algo, gcmpi_coll_cache *cache, const float *in,
                              float *out, const float *exact, size_t n, size_t bytes,
                              int *first_json)
 {
-    if (algo != GCMPI_ALGO_ALLGATHER && algo != GCMPI_ALGO_HIER && algo != GCMPI_ALGO_AUTO)
+    if (algo != GCMPI_ALGO_ALLGATHER && algo != GCMPI_ALGO_HIER && algo != GCMPI_ALGO_PASS &&
+        algo != GCMPI_ALGO_AUTO)
         return;
     timed_case *tc = calloc(1, sizeof *tc);
     if (!tc) MPI_Abort(MPI_COMM_WORLD, 1);
@@ -510,12 +536,23 @@ static void run_allgather_op(const options *o, gcmpi_coll_ctx *ctx, const gc_cod
     tc->algo = algo;
     tc->res = (result){.algo = algo, .predicted_ms = NAN};
     char msg[256];
-    if (gc_is_error(gc_params_check(tc->cfg.codec, &tc->cfg.params, msg, sizeof msg)))
+    int rc = MPI_SUCCESS;
+    if (gc_is_error(gc_params_check(tc->cfg.codec, &tc->cfg.params, msg, sizeof msg))) {
         snprintf(tc->res.error, sizeof tc->res.error, "%s", msg);
-    else
-        time_case(tc, ctx, in, out, exact, n, o);
+    } else {
+        /* auto's trial for this block size first; the timed calls run its pick. */
+        if (algo == GCMPI_ALGO_AUTO) rc = settle_auto_gather(ctx, in, out, n);
+        if (algo == GCMPI_ALGO_AUTO && rc == MPI_SUCCESS)
+            tc->algo = tc->res.algo = gcmpi_gather_pick(ctx, n, &rc);
+        int len = 0;
+        if (rc != MPI_SUCCESS) PMPI_Error_string(rc, tc->res.error, &len);
+        else time_case(tc, ctx, in, out, exact, n, o);
+    }
+    char label[32];
+    snprintf(label, sizeof label, "%s%s", algo == GCMPI_ALGO_AUTO ? "auto:" : "",
+             algo_name(tc->algo));
     if (world_rank == 0)
-        print_row(gc_codec_name(codec), algo_name(algo), &tc->res, *first_json, bytes, o->json);
+        print_row(gc_codec_name(codec), label, &tc->res, *first_json, bytes, o->json);
     *first_json = 0;
     fflush(stdout);
     free(tc);

@@ -18,31 +18,44 @@ typedef struct retired {
     double check_cached_s, check_fresh_s;
     int cache_saved;
     char cache_file[GCMPI_AUTO_CACHE_FILE_LEN];
-    int n;
+    int has_model;    /* 0: MPI_Allgather rows alone (no calibration) */
+    int n, n_gather;
     gcmpi_auto_choice choices[GCMPI_AUTO_MAX_CHOICES];
+    gcmpi_auto_choice gather[GCMPI_AUTO_MAX_CHOICES]; /* MPI_Allgather's */
     struct retired *next;
 } retired;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static retired *head, **tail = &head;
 
-void gcmpi_auto_report_retire(const char *comm, const gcmpi_auto_model *m)
+void gcmpi_auto_report_retire(const char *comm, const gcmpi_coll_cache *cache)
 {
-    if (!m || m->n_choices == 0) return;
+    const gcmpi_auto_model *m = cache->model;
+    const gcmpi_gather_choices *g = cache->gather;
+    const int n = m ? m->n_choices : 0, n_gather = g ? g->n : 0;
+    if (n == 0 && n_gather == 0) return;
     retired *r = calloc(1, sizeof *r);
     if (!r) return; /* out of memory: the report lacks these choices */
     snprintf(r->comm, sizeof r->comm, "%s", comm);
-    r->p = m->env.p;
-    r->n_nodes = m->env.n_nodes;
-    r->env = m->env;
-    r->calibration_s = m->calibration_s;
-    r->source = m->source;
-    r->check_cached_s = m->check_cached_s;
-    r->check_fresh_s = m->check_fresh_s;
-    r->cache_saved = m->cache_saved;
-    memcpy(r->cache_file, m->cache_file, sizeof r->cache_file);
-    r->n = m->n_choices;
-    memcpy(r->choices, m->choices, (size_t)m->n_choices * sizeof *m->choices);
+    if (n) {
+        r->has_model = 1;
+        r->p = m->env.p;
+        r->n_nodes = m->env.n_nodes;
+        r->env = m->env;
+        r->calibration_s = m->calibration_s;
+        r->source = m->source;
+        r->check_cached_s = m->check_cached_s;
+        r->check_fresh_s = m->check_fresh_s;
+        r->cache_saved = m->cache_saved;
+        memcpy(r->cache_file, m->cache_file, sizeof r->cache_file);
+        r->n = n;
+        memcpy(r->choices, m->choices, (size_t)n * sizeof *m->choices);
+    } else {
+        r->p = g->p;
+        r->n_nodes = g->n_nodes;
+    }
+    r->n_gather = n_gather;
+    if (n_gather) memcpy(r->gather, g->rows, (size_t)n_gather * sizeof *g->rows);
     pthread_mutex_lock(&lock);
     *tail = r;
     tail = &r->next;
@@ -71,9 +84,35 @@ static const struct {
                                "measured again, the cached figures failing their check"},
 };
 
+/* An MPI_Allgather way's name in the report's words. */
+static const char *gather_way(gcmpi_algo a)
+{
+    return a == GCMPI_ALGO_HIER ? "node by node" : a == GCMPI_ALGO_PASS ? "passthrough" : "flat";
+}
+
+/* The end of a row's line: its trial's medians, " (median calls: a 1 ms,
+ * ...)", the candidates named by name. */
+static void print_trial(FILE *f, const gcmpi_auto_choice *c, const char *(*name)(gcmpi_algo))
+{
+    for (int t = 0; t < tried(c); t++)
+        fprintf(f, "%s %s %.3f ms", t ? "," : " (median calls:", name(c->trial[t]),
+                1e3 * c->trial_median_s[t]);
+    fputs(tried(c) ? ")\n" : "\n", f);
+}
+
 void gcmpi_auto_report_print(FILE *f)
 {
     for (const retired *r = head; r; r = r->next) {
+        for (int i = 0; i < r->n_gather; i++) {
+            const gcmpi_auto_choice *c = &r->gather[i];
+            fprintf(f,
+                    "libgcmpi: auto %s (%d ranks, %d nodes): MPI_Allgather of %zu floats a rank "
+                    "-> %s, measured %.3f ms over %llu calls%s",
+                    r->comm, r->p, r->n_nodes, c->count, gather_way(c->algo), mean_ms(c),
+                    (unsigned long long)c->calls, c->device ? ", on device buffers" : "");
+            print_trial(f, c, gather_way);
+        }
+        if (!r->has_model) continue;
         fprintf(f, "libgcmpi: auto's calibration on %s (%d ranks, %d nodes): %.3f s, %s", r->comm,
                 r->p, r->n_nodes, r->calibration_s, SOURCES[r->source].words);
         if (r->source != GCMPI_AUTO_MEASURED)
@@ -95,10 +134,7 @@ void gcmpi_auto_report_print(FILE *f)
                     (unsigned long long)c->calls, 1 + c->retrials,
                     c->from_cache ? ", the last settled from the cache" : "",
                     c->device ? ", on device buffers" : "");
-            for (int t = 0; t < tried(c); t++)
-                fprintf(f, "%s %s %.3f ms", t ? "," : " (median calls:", gcmpi_algo_name(c->trial[t]),
-                        1e3 * c->trial_median_s[t]);
-            fputs(tried(c) ? ")\n" : "\n", f);
+            print_trial(f, c, gcmpi_algo_name);
         }
     }
 }
@@ -107,14 +143,16 @@ void gcmpi_auto_report_json(FILE *f)
 {
     int first = 1;
     for (const retired *r = head; r; r = r->next)
-        for (int i = 0; i < r->n; i++) {
-            const gcmpi_auto_choice *c = &r->choices[i];
+        for (int i = 0; i < r->n + r->n_gather; i++) {
+            const int gather = i >= r->n;
+            const gcmpi_auto_choice *c = gather ? &r->gather[i - r->n] : &r->choices[i];
             fprintf(f,
-                    "%s\n    {\"comm\": \"%s\", \"collective\": \"allreduce\", \"ranks\": %d, "
+                    "%s\n    {\"comm\": \"%s\", \"collective\": \"%s\", \"ranks\": %d, "
                     "\"nodes\": %d, \"count\": %zu, \"algo\": \"%s\", \"model\": \"%s\", "
                     "\"predicted_s\": %.6g, \"measured_s\": %.6g, \"calls\": %llu, "
                     "\"trials\": %d, \"from_cache\": %s, \"device\": %s, \"trial\": [",
-                    first ? "" : ",", r->comm, r->p, r->n_nodes, c->count,
+                    first ? "" : ",", r->comm, gather ? "allgather" : "allreduce", r->p,
+                    r->n_nodes, c->count,
                     gcmpi_algo_name(c->algo), gcmpi_algo_name(c->model), c->predicted_s,
                     c->calls ? c->measured_s / (double)c->calls : 0.0,
                     (unsigned long long)c->calls, 1 + c->retrials,
@@ -151,6 +189,7 @@ void gcmpi_auto_report_models_json(FILE *f)
 {
     int first = 1;
     for (const retired *r = head; r; r = r->next) {
+        if (!r->has_model) continue;
         const gcmpi_cost_env *e = &r->env;
         double ai, bi, aq = 0, bq = 0;
         if (e->n_nodes > 1) link_of_allgather(e->between.allgather, e->n_nodes, &ai, &bi);

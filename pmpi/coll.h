@@ -216,11 +216,21 @@ typedef struct gcmpi_auto_model {
     gcmpi_auto_choice choices[GCMPI_AUTO_MAX_CHOICES];
 } gcmpi_auto_model;
 
+/* auto's choices for the compressed MPI_Allgather (coll_auto_gather.c):
+ * rows shaped as allreduce's, with no model behind them (a row's model
+ * is the way hier takes, its predicted_s 0). */
+typedef struct gcmpi_gather_choices {
+    int p, n_nodes;           /* the communicator's ranks and nodes      */
+    int n;
+    gcmpi_auto_choice rows[GCMPI_AUTO_MAX_CHOICES];
+} gcmpi_gather_choices;
+
 /* What a communicator keeps for the algorithms across calls: built on
  * first use (collectively), freed with the communicator's state. */
 typedef struct gcmpi_coll_cache {
     gcmpi_nodes *nodes;       /* hier's and auto's node split            */
     gcmpi_auto_model *model;  /* auto's measured model                   */
+    gcmpi_gather_choices *gather; /* auto's MPI_Allgather trials         */
 } gcmpi_coll_cache;
 
 void gcmpi_coll_cache_free(gcmpi_coll_cache *cache);
@@ -285,6 +295,36 @@ int gcmpi_auto_in_trial(gcmpi_coll_ctx *ctx, size_t count);
 /* Adds one call's measured seconds to the row of its count. */
 void gcmpi_auto_note(gcmpi_coll_ctx *ctx, size_t count, gcmpi_algo algo, double seconds);
 
+/* The pieces of a trial both collectives' auto use (coll_auto.c). The row
+ * of count among rows[0 .. *n) (added when add and there is room; NULL
+ * otherwise). */
+gcmpi_auto_choice *gcmpi_auto_row(gcmpi_auto_choice *rows, int *n, size_t count, int add);
+/* The candidate of an unsettled row whose turn it is (the one with the
+ * fewest calls so far), or -1 when each has had its calls. */
+int gcmpi_auto_next_candidate(const gcmpi_auto_choice *c);
+/* Each candidate's median call on the slowest rank, and whether any rank's
+ * calls were on device buffers, into c->trial_median_s and c->device: one
+ * PMPI_Allreduce (MAX) over ctx->comm, so every rank holds the same. */
+int gcmpi_auto_agree_medians(gcmpi_coll_ctx *ctx, gcmpi_auto_choice *c);
+/* One call's seconds into its row: a trial call of algo, or (settled) a
+ * call of the settled algorithm. */
+void gcmpi_auto_record(gcmpi_auto_choice *c, gcmpi_algo algo, double seconds, int on_device);
+
+/* How a compressed MPI_Allgather of count floats a rank travels
+ * (coll_auto_gather.c): GCMPI_ALGO_ALLGATHER (the payloads all-gathered
+ * flat), GCMPI_ALGO_HIER (node by node, where the communicator spans
+ * several nodes of several ranks; flat otherwise) or GCMPI_ALGO_PASS
+ * (PMPI_Allgather of the floats, uncompressed). GCMPI_ALGO=hier goes node
+ * by node, auto by a trial of the three per count (node by node without
+ * the communicator's state), every other value flat. Identical on every
+ * rank; collective on a communicator's first call (its node split). *rc
+ * is an MPI error when that failed (on every rank). */
+gcmpi_algo gcmpi_gather_pick(gcmpi_coll_ctx *ctx, size_t count, int *rc);
+/* 1 while count's MPI_Allgather row is in its trial (auto only). */
+int gcmpi_gather_in_trial(gcmpi_coll_ctx *ctx, size_t count);
+/* Adds one MPI_Allgather call's measured seconds to the row of its count. */
+void gcmpi_gather_note(gcmpi_coll_ctx *ctx, size_t count, gcmpi_algo way, double seconds);
+
 /* The fixed rule (coll_choose.c) over comm_size ranks, whatever cfg->algo
  * says: never hier. hier runs it between its nodes. */
 gcmpi_algo gcmpi_coll_rule(const gcmpi_config *cfg, size_t count, int comm_size);
@@ -295,8 +335,12 @@ gcmpi_algo gcmpi_coll_rule(const gcmpi_config *cfg, size_t count, int comm_size)
 int gcmpi_allreduce_compressed(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in,
                                float *out, size_t count, gcmpi_ef_slot *ef);
 
-/* out[r*count .. (r+1)*count) = block of rank r, each block compressed. */
-int gcmpi_allgather_compressed(gcmpi_coll_ctx *ctx, const float *block, float *out,
-                               size_t count, gcmpi_ef_slot *ef);
+/* out[r*count .. (r+1)*count) = block of rank r, each block compressed
+ * and travelling as way says (gcmpi_gather_pick's; GCMPI_ALGO_AUTO or
+ * GCMPI_ALGO_RULE: picked here), or passed through uncompressed. block may
+ * be out + rank*count (MPI_IN_PLACE). Times the call for auto's trial
+ * unless ctx->on_device (the device path times its own). */
+int gcmpi_allgather_compressed(gcmpi_coll_ctx *ctx, gcmpi_algo way, const float *block,
+                               float *out, size_t count, gcmpi_ef_slot *ef);
 
 #endif

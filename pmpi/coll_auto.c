@@ -104,8 +104,10 @@ void gcmpi_coll_cache_free(gcmpi_coll_cache *c)
     gcmpi_nodes_free(c->nodes);
     if (c->model) free(c->model->cache);
     free(c->model);
+    free(c->gather);
     c->nodes = NULL;
     c->model = NULL;
+    c->gather = NULL;
 }
 
 /* ---- measuring --------------------------------------------------------- */
@@ -722,16 +724,21 @@ gcmpi_algo gcmpi_auto_pick(const gcmpi_config *cfg, const gcmpi_auto_model *m, s
     return gcmpi_cost_pick(&m->env, cand, n, m->inner, (double)count * sizeof(float), predicted);
 }
 
-/* The row of count in the model's table of choices (NULL when full). */
-static gcmpi_auto_choice *choice_row(gcmpi_auto_model *m, size_t count, int add)
+gcmpi_auto_choice *gcmpi_auto_row(gcmpi_auto_choice *rows, int *n, size_t count, int add)
 {
-    for (int i = 0; i < m->n_choices; i++)
-        if (m->choices[i].count == count) return &m->choices[i];
-    if (!add || m->n_choices == GCMPI_AUTO_MAX_CHOICES) return NULL;
-    gcmpi_auto_choice *c = &m->choices[m->n_choices++];
+    for (int i = 0; i < *n; i++)
+        if (rows[i].count == count) return &rows[i];
+    if (!add || *n == GCMPI_AUTO_MAX_CHOICES) return NULL;
+    gcmpi_auto_choice *c = &rows[(*n)++];
     memset(c, 0, sizeof *c);
     c->count = count;
     return c;
+}
+
+/* The row of count in the model's table of choices (NULL when full). */
+static gcmpi_auto_choice *choice_row(gcmpi_auto_model *m, size_t count, int add)
+{
+    return gcmpi_auto_row(m->choices, &m->n_choices, count, add);
 }
 
 gcmpi_cost_env gcmpi_auto_env_at(const gcmpi_config *cfg, const gcmpi_auto_model *m, double ratio)
@@ -827,7 +834,7 @@ static void start_trial(gcmpi_coll_ctx *ctx, gcmpi_auto_model *m, gcmpi_auto_cho
  * The median, not the best call: with 8 ranks on 2 cores a CPU-heavy
  * candidate's calls vary most, and its one lucky call won the trial while
  * its typical call lost to passthrough by 1.8x. */
-static int settle(gcmpi_coll_ctx *ctx, gcmpi_auto_choice *c)
+int gcmpi_auto_agree_medians(gcmpi_coll_ctx *ctx, gcmpi_auto_choice *c)
 {
     /* The medians, and last whether this rank's calls were on device
      * buffers (MAX: any rank's). */
@@ -845,6 +852,14 @@ static int settle(gcmpi_coll_ctx *ctx, gcmpi_auto_choice *c)
     if (rc != MPI_SUCCESS) return rc;
     memcpy(c->trial_median_s, agreed, (size_t)c->n_trial * sizeof agreed[0]);
     c->device = agreed[c->n_trial] > 0;
+    return MPI_SUCCESS;
+}
+
+static int settle(gcmpi_coll_ctx *ctx, gcmpi_auto_choice *c)
+{
+    int rc = gcmpi_auto_agree_medians(ctx, c);
+    if (rc != MPI_SUCCESS) return rc;
+    const double *agreed = c->trial_median_s;
     /* What may be kept: passthrough and the exact candidates (hier inside
      * one node's window) as they are, a lossy one only when it beats
      * passing through by the margin: a gain inside the noise of a few
@@ -886,6 +901,19 @@ static int settle(gcmpi_coll_ctx *ctx, gcmpi_auto_choice *c)
     return MPI_SUCCESS;
 }
 
+int gcmpi_auto_next_candidate(const gcmpi_auto_choice *c)
+{
+    /* Round robin (the candidate with the fewest calls so far): a load
+     * that comes and goes then falls on every candidate alike instead of
+     * on whichever ran in its block of calls. */
+    int next = -1;
+    for (int i = 0; i < c->n_trial; i++)
+        if (c->trial_calls[i] < GCMPI_AUTO_TRIAL_CALLS &&
+            (next < 0 || c->trial_calls[i] < c->trial_calls[next]))
+            next = i;
+    return next;
+}
+
 gcmpi_algo gcmpi_coll_pick(gcmpi_coll_ctx *ctx, size_t count, int *rc)
 {
     *rc = MPI_SUCCESS;
@@ -898,14 +926,7 @@ gcmpi_algo gcmpi_coll_pick(gcmpi_coll_ctx *ctx, size_t count, int *rc)
     if (!c) return gcmpi_auto_pick(ctx->cfg, m, count, NULL); /* table full: the model */
     if (c->n_trial == 0) start_trial(ctx, m, c);
     if (c->settled) return c->algo;
-    /* Round robin (the candidate with the fewest calls so far): a load
-     * that comes and goes then falls on every candidate alike instead of
-     * on whichever ran in its block of calls. */
-    int next = -1;
-    for (int i = 0; i < c->n_trial; i++)
-        if (c->trial_calls[i] < GCMPI_AUTO_TRIAL_CALLS &&
-            (next < 0 || c->trial_calls[i] < c->trial_calls[next]))
-            next = i;
+    const int next = gcmpi_auto_next_candidate(c);
     if (next >= 0) return c->trial[next];
     *rc = settle(ctx, c);
     return *rc == MPI_SUCCESS ? c->algo : GCMPI_ALGO_PASS;
@@ -944,9 +965,15 @@ void gcmpi_auto_note(gcmpi_coll_ctx *ctx, size_t count, gcmpi_algo algo, double 
     gcmpi_auto_choice *c = choice_row(ctx->cache->model, count, 0);
     if (!c) return;
     const double ratio = ctx->cfg->params.ratio;
+    if (!c->settled) c->ratio = ratio;
+    gcmpi_auto_record(c, algo, seconds, ctx->on_device);
+    if (c->settled && c->algo == algo) retrial_if_moved(ctx->cfg, c, ratio);
+}
+
+void gcmpi_auto_record(gcmpi_auto_choice *c, gcmpi_algo algo, double seconds, int on_device)
+{
     if (!c->settled) {
-        c->ratio = ratio;
-        if (ctx->on_device) c->device = 1;
+        if (on_device) c->device = 1;
         for (int i = 0; i < c->n_trial; i++)
             if (c->trial[i] == algo && c->trial_calls[i] < GCMPI_AUTO_TRIAL_CALLS) {
                 c->trial_s[i][c->trial_calls[i]++] = seconds;
@@ -957,5 +984,4 @@ void gcmpi_auto_note(gcmpi_coll_ctx *ctx, size_t count, gcmpi_algo algo, double 
     if (c->algo != algo) return;
     c->calls++;
     c->measured_s += seconds;
-    retrial_if_moved(ctx->cfg, c, ratio);
 }

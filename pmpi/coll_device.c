@@ -322,8 +322,8 @@ static int allreduce_on_host(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *
     return local != MPI_SUCCESS ? local : rc;
 }
 
-static int allgather_on_host(gcmpi_coll_ctx *ctx, const float *block, float *out, size_t count,
-                             gcmpi_ef_slot *ef)
+static int allgather_on_host(gcmpi_coll_ctx *ctx, gcmpi_algo way, const float *block, float *out,
+                             size_t count, gcmpi_ef_slot *ef)
 {
     const size_t bytes = count * sizeof(float), total = bytes * (size_t)ctx->size;
     float *hin = gcmpi_device_host_buffer(GCMPI_DEV_HOST_IN, bytes);
@@ -336,7 +336,7 @@ static int allgather_on_host(gcmpi_coll_ctx *ctx, const float *block, float *out
         memset(hin, 0, bytes);
         memset(&h, 0, sizeof h);
     }
-    int rc = gcmpi_allgather_compressed(ctx, hin, hout, count, ef ? &h.slot : NULL);
+    int rc = gcmpi_allgather_compressed(ctx, way, hin, hout, count, ef ? &h.slot : NULL);
     if (rc == MPI_SUCCESS && local == MPI_SUCCESS) rc = gcmpi_device_copy(out, hout, total, 1);
     if (rc == MPI_SUCCESS && local == MPI_SUCCESS) rc = slot_to_device(&h);
     return local != MPI_SUCCESS ? local : rc;
@@ -551,16 +551,28 @@ int gcmpi_device_allreduce_compressed(gcmpi_coll_ctx *ctx, gcmpi_algo algo, cons
     return rc;
 }
 
-int gcmpi_device_allgather_compressed(gcmpi_coll_ctx *ctx, const float *block, float *out,
-                                      size_t count, gcmpi_ef_slot *ef)
+/* Passthrough of an MPI_Allgather on device buffers: the floats, staged
+ * through page-locked host memory unless the MPI is CUDA-aware. */
+static int dev_gather_passthrough(gcmpi_coll_ctx *ctx, const float *block, float *out,
+                                  size_t count)
+{
+    gcmpi_stage s;
+    const int in_place = block == out + (size_t)ctx->rank * count;
+    int rc = gcmpi_stage_allgather(&s, in_place ? MPI_IN_PLACE : (const void *)block,
+                                   (int64_t)count, MPI_FLOAT, out, (int64_t)count, MPI_FLOAT,
+                                   ctx->comm);
+    if (rc != MPI_SUCCESS) return rc;
+    float *recv = s.recv;
+    const float *send = s.send == MPI_IN_PLACE ? recv + (size_t)ctx->rank * count : s.send;
+    rc = gcmpi_allgather_compressed(ctx, GCMPI_ALGO_PASS, send, recv, count, NULL);
+    return gcmpi_stage_finish(&s, rc);
+}
+
+/* Encoded and decoded by the kernels; the payloads travel as way says. */
+static int allgather_kernels(gcmpi_coll_ctx *ctx, gcmpi_algo way, const float *block, float *out,
+                             size_t count, gcmpi_ef_slot *ef)
 {
     gcmpi_device_stats *ds = gcmpi_device_stats_mut();
-    if (count == 0) return gcmpi_allgather_compressed(ctx, block, out, count, ef);
-    if (!gcmpi_device_has_kernels(ctx->cfg, GCMPI_ALGO_ALLGATHER) ||
-        !both_on_device(block, out)) {
-        ds->compressed_host++;
-        return allgather_on_host(ctx, block, out, count, ef);
-    }
     ds->compressed++;
     gcmpi_call_stats scratch_stats;
     gcmpi_call_stats *caller_stats = ctx->stats;
@@ -568,7 +580,7 @@ int gcmpi_device_allgather_compressed(gcmpi_coll_ctx *ctx, const float *block, f
     memset(ctx->stats, 0, sizeof *ctx->stats);
     ctx->stats->bytes_offered = (uint64_t)count * sizeof(float);
     gcmpi_gathered got;
-    int rc = gcmpi_coll_gather_by_node(ctx);
+    int rc = gcmpi_coll_gather_by_node(ctx, way);
     if (rc == MPI_SUCCESS) rc = encode_and_gather(ctx, block, count, ef, &got);
     ctx->gather_nodes = NULL;
     size_t d = 0;
@@ -579,5 +591,32 @@ int gcmpi_device_allgather_compressed(gcmpi_coll_ctx *ctx, const float *block, f
     if (rc == MPI_SUCCESS) rc = gcmpi_coll_mpi_error(gc_error_code(d));
     ds->device_s += ctx->stats->encode_s + ctx->stats->decode_s;
     ctx->stats = caller_stats;
+    return rc;
+}
+
+int gcmpi_device_allgather_compressed(gcmpi_coll_ctx *ctx, gcmpi_algo way, const float *block,
+                                      float *out, size_t count, gcmpi_ef_slot *ef)
+{
+    int rc = MPI_SUCCESS;
+    if (way == GCMPI_ALGO_AUTO || way == GCMPI_ALGO_RULE) way = gcmpi_gather_pick(ctx, count, &rc);
+    if (rc != MPI_SUCCESS) return rc;
+    if (count == 0) return gcmpi_allgather_compressed(ctx, way, block, out, count, ef);
+    /* auto's trial times the whole call (staging and host copies
+     * included), which the host path inside leaves to this one. */
+    const int on_device = ctx->on_device;
+    ctx->on_device = 1;
+    if (gcmpi_gather_in_trial(ctx, count)) rc = PMPI_Barrier(ctx->comm);
+    const double t0 = PMPI_Wtime();
+    if (rc == MPI_SUCCESS && way == GCMPI_ALGO_PASS) {
+        rc = dev_gather_passthrough(ctx, block, out, count);
+    } else if (rc == MPI_SUCCESS && (!gcmpi_device_has_kernels(ctx->cfg, GCMPI_ALGO_ALLGATHER) ||
+                                     !both_on_device(block, out))) {
+        gcmpi_device_stats_mut()->compressed_host++;
+        rc = allgather_on_host(ctx, way, block, out, count, ef);
+    } else if (rc == MPI_SUCCESS) {
+        rc = allgather_kernels(ctx, way, block, out, count, ef);
+    }
+    if (rc == MPI_SUCCESS) gcmpi_gather_note(ctx, count, way, PMPI_Wtime() - t0);
+    ctx->on_device = on_device;
     return rc;
 }

@@ -24,7 +24,12 @@ int gcmpi_device_allreduce_native(gcmpi_coll_ctx *ctx, const float *in, float *o
 
 int gcmpi_device_allreduce_compressed(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in,
                                       float *out, size_t count, gcmpi_ef_slot *ef);
-int gcmpi_device_allgather_compressed(gcmpi_coll_ctx *ctx, const float *block, float *out,
-                                      size_t count, gcmpi_ef_slot *ef);
+/* gcmpi_allgather_compressed on buffers of which one at least is device
+ * memory: passthrough staged (or handed to a CUDA-aware MPI), compressed
+ * by the kernels where they carry the codec and both buffers are on the
+ * device, else through host copies; each call timed whole for auto's
+ * trial. */
+int gcmpi_device_allgather_compressed(gcmpi_coll_ctx *ctx, gcmpi_algo way, const float *block,
+                                      float *out, size_t count, gcmpi_ef_slot *ef);
 
 #endif /* GCMPI_COLL_DEVICE_H */

@@ -392,16 +392,29 @@ int gcmpi_allreduce_hier(gcmpi_coll_ctx *ctx, const float *in, float *out, size_
     return rc != MPI_SUCCESS ? rc : inner_rc;
 }
 
-int gcmpi_coll_gather_by_node(gcmpi_coll_ctx *ctx)
+/* The communicator's node split where a payload all-gather can go node
+ * by node (several nodes, not one a rank; a cache to keep the split in),
+ * else NULL. */
+static gcmpi_nodes *gather_nodes_of(gcmpi_coll_ctx *ctx, int *rc)
 {
-    ctx->gather_nodes = NULL;
-    const gcmpi_algo algo = ctx->cfg->algo;
-    if (!ctx->cache || (algo != GCMPI_ALGO_HIER && algo != GCMPI_ALGO_AUTO)) return MPI_SUCCESS;
+    *rc = MPI_SUCCESS;
+    if (!ctx->cache) return NULL;
     gcmpi_nodes *n;
     int owned;
-    const int rc = nodes_of(ctx, &n, &owned);
-    if (rc != MPI_SUCCESS) return rc;
+    *rc = nodes_of(ctx, &n, &owned);
+    if (*rc != MPI_SUCCESS) return NULL;
     /* One node, or a node per rank: the flat all-gather is the same path. */
-    if (n->n_nodes > 1 && n->n_nodes < ctx->size) ctx->gather_nodes = n;
-    return MPI_SUCCESS;
+    return n->n_nodes > 1 && n->n_nodes < ctx->size ? n : NULL;
+}
+
+int gcmpi_coll_can_gather_by_node(gcmpi_coll_ctx *ctx, int *rc)
+{
+    return gather_nodes_of(ctx, rc) != NULL;
+}
+
+int gcmpi_coll_gather_by_node(gcmpi_coll_ctx *ctx, gcmpi_algo way)
+{
+    int rc = MPI_SUCCESS;
+    ctx->gather_nodes = way == GCMPI_ALGO_HIER ? gather_nodes_of(ctx, &rc) : NULL;
+    return rc;
 }

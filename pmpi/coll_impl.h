@@ -118,10 +118,13 @@ int gcmpi_hier_one_node_window(const gcmpi_config *cfg, const gcmpi_nodes *n, si
  * without a cache). */
 int gcmpi_hier_exact(gcmpi_coll_ctx *ctx, size_t count);
 /* Sets ctx->gather_nodes for a compressed MPI_Allgather: the
- * communicator's node split (built on first use: collective) where
- * GCMPI_ALGO is hier or auto, ctx has a cache, and there are several nodes
- * of which one at least holds several ranks; else NULL. */
-int gcmpi_coll_gather_by_node(gcmpi_coll_ctx *ctx);
+ * communicator's node split (built on first use: collective) where way is
+ * GCMPI_ALGO_HIER, ctx has a cache, and there are several nodes of which
+ * one at least holds several ranks; else NULL. */
+int gcmpi_coll_gather_by_node(gcmpi_coll_ctx *ctx, gcmpi_algo way);
+/* 1 where gcmpi_coll_gather_by_node would go node by node (collective on
+ * first use, as it is; *rc an MPI error when the split failed). */
+int gcmpi_coll_can_gather_by_node(gcmpi_coll_ctx *ctx, int *rc);
 int gcmpi_allreduce_sparse_rd(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t count,
                               gcmpi_ef_slot *ef);
 

@@ -62,7 +62,7 @@ static void state_free(gcmpi_comm_state *st)
     gcmpi_ef_store_free(st->ef);
     gc_workspace_free(st->ws);
     gcmpi_scratch_free(&st->scratch);
-    if (st->rank == 0) gcmpi_auto_report_retire(st->label, st->cache.model);
+    if (st->rank == 0) gcmpi_auto_report_retire(st->label, &st->cache);
     gcmpi_coll_cache_free(&st->cache);
     if (st->dup != MPI_COMM_NULL) PMPI_Comm_free(&st->dup);
     free(st);

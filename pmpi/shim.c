@@ -244,7 +244,9 @@ static void trace_call(const gcmpi_comm_state *st, gcmpi_kind kind, size_t count
     char setting[64] = "", how[48];
     if (uses_ratio(codec)) snprintf(setting, sizeof setting, ", ratio %.9g", used->ratio);
     else if (named(codec, "powersgd")) snprintf(setting, sizeof setting, ", rank %u", used->rank);
-    if (kind == GCMPI_KIND_ALLGATHER) snprintf(how, sizeof how, "blocks of %s", gc_codec_name(codec));
+    if (kind == GCMPI_KIND_ALLGATHER && algo != GCMPI_ALGO_PASS)
+        snprintf(how, sizeof how, "blocks of %s, %s", gc_codec_name(codec),
+                 algo == GCMPI_ALGO_HIER ? "node by node" : "flat");
     else snprintf(how, sizeof how, "%s", gcmpi_algo_name(algo));
     fprintf(stderr, "libgcmpi: rank %d: %s of %zu floats on %s: %s, %s, call %llu%s\n", st->rank,
             gcmpi_kind_name(kind), count, st->label, how,
@@ -503,9 +505,17 @@ static int allgather_run(gcmpi_comm_state *st, MPI_Comm comm, const void *sendbu
     inside = 1;
     int in_place = sendbuf == MPI_IN_PLACE;
     const float *block = in_place ? (const float *)recvbuf + (size_t)st->rank * count : sendbuf;
+    gcmpi_call_stats cs = {.bytes_offered = count * sizeof(float)};
+    gcmpi_coll_ctx ctx = context_of(st, &cs);
+    ctx.cfg = &ag_cfg;
+    /* How the payloads travel, or passthrough (auto's trial): before the
+     * slot, which passthrough does not touch. */
+    int rc = MPI_SUCCESS;
+    const gcmpi_algo way = gcmpi_gather_pick(&ctx, count, &rc);
     gcmpi_ef_key key = {in_place ? NULL : sendbuf, recvbuf, count, GCMPI_KIND_ALLGATHER, 0};
     gcmpi_ef_slot slot;
-    gcmpi_ef_entry *entry = residual_of(st, &key, GCMPI_ALGO_ALLGATHER, &slot, on_dev);
+    gcmpi_ef_entry *entry = residual_of(
+        st, &key, way == GCMPI_ALGO_PASS ? GCMPI_ALGO_PASS : GCMPI_ALGO_ALLGATHER, &slot, on_dev);
     float *copy = NULL;
     if (cfg.verify) {
         copy = verify_buffer(st, 0, count);
@@ -513,13 +523,10 @@ static int allgather_run(gcmpi_comm_state *st, MPI_Comm comm, const void *sendbu
         else if (count) memcpy(copy, block, count * sizeof(float));
     }
 
-    gcmpi_call_stats cs = {.bytes_offered = count * sizeof(float)};
-    gcmpi_coll_ctx ctx = context_of(st, &cs);
-    ctx.cfg = &ag_cfg;
-    if (cfg.verbose >= 3)
-        trace_call(st, GCMPI_KIND_ALLGATHER, count, GCMPI_ALGO_ALLGATHER, &slot, &cfg.params);
-    int rc = on_dev ? gcmpi_device_allgather_compressed(&ctx, block, recvbuf, count, &slot)
-                    : gcmpi_allgather_compressed(&ctx, block, recvbuf, count, &slot);
+    if (cfg.verbose >= 3) trace_call(st, GCMPI_KIND_ALLGATHER, count, way, &slot, &cfg.params);
+    if (rc == MPI_SUCCESS)
+        rc = on_dev ? gcmpi_device_allgather_compressed(&ctx, way, block, recvbuf, count, &slot)
+                    : gcmpi_allgather_compressed(&ctx, way, block, recvbuf, count, &slot);
     gcmpi_ef_release(entry);
     gcmpi_stats_add_call(&st->stats[GCMPI_KIND_ALLGATHER], &cs, rc != MPI_SUCCESS);
 

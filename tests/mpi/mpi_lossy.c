@@ -3,10 +3,13 @@
  * with identical bytes, for MPI_Allreduce (in place or not) and
  * MPI_Allgather (each block against the rank's input).
  *
- *   mpi_lossy ALLREDUCE_BOUND ALLGATHER_BOUND
+ *   mpi_lossy ALLREDUCE_BOUND ALLGATHER_BOUND [GATHERS]
  *
  * Bounds are relative L2 errors of one call with no residual yet (the
- * first call on each buffer), chosen per codec in tests/mpi/meson.build. */
+ * first call on each buffer), chosen per codec in tests/mpi/meson.build.
+ * GATHERS more MPI_Allgather calls of one size, in place every other one,
+ * each held to its bound: enough for auto's trial of the ways a gather
+ * can travel, whichever ran each call. */
 #include "mpi_check.h"
 
 enum { N = 100000 };
@@ -99,6 +102,9 @@ int main(int argc, char **argv)
     allreduce_within(N, 1, allreduce_bound, rank, size, 2);
     allgather_within(N / 4, 0, allgather_bound, rank, size, 3);
     allgather_within(N / 4, 1, allgather_bound, rank, size, 4);
+    const int gathers = (int)arg_double(argc, argv, 3, 0);
+    for (int i = 0; i < gathers; i++)
+        allgather_within(N / 4, i % 2, allgather_bound, rank, size, 10 + (uint64_t)i);
     small_counts_agree(rank, size);
     return check_finish("lossy");
 }

@@ -1524,14 +1524,20 @@ static void test_bytes_sent_are_what_went_to_mpi(harness *h)
     free(in), free(out);
 }
 
-/* The compressed MPI_Allgather: codec none puts every rank's block in
- * place exactly (in place too); a lossy codec leaves identical bytes. */
+/* The compressed MPI_Allgather, each way its payloads can travel (flat,
+ * node by node, or the floats passed through): codec none puts every
+ * rank's block in place exactly (in place too); a lossy codec leaves
+ * identical bytes, and passthrough the exact blocks. */
 static void test_allgather_op_places_every_block(harness *h)
 {
     const int p = h->ctx.size;
     const size_t counts[] = {1, 1000, 4099};
+    static const gcmpi_algo ways[] = {GCMPI_ALGO_ALLGATHER, GCMPI_ALGO_HIER, GCMPI_ALGO_PASS};
+    use_node_size(h, 2);
+    for (size_t w = 0; w < 3; w++)
     for (size_t c = 0; c < 3; c++)
         for (int in_place = 0; in_place < 2; in_place++) {
+            const gcmpi_algo way = ways[w];
             const size_t n = counts[c];
             float *block = malloc(n * sizeof(float));
             float *out = malloc((size_t)p * n * sizeof(float));
@@ -1542,26 +1548,33 @@ static void test_allgather_op_places_every_block(harness *h)
                 memcpy(out + (size_t)h->ctx.rank * n, block, n * sizeof(float));
                 src = out + (size_t)h->ctx.rank * n;
             }
-            int rc = gcmpi_allgather_compressed(&h->ctx, src, out, n, NULL);
-            CHECK(rc == MPI_SUCCESS, "none n=%zu: rc %d", n, rc);
+            int rc = gcmpi_allgather_compressed(&h->ctx, way, src, out, n, NULL);
+            CHECK(rc == MPI_SUCCESS, "none %s n=%zu: rc %d", gcmpi_algo_name(way), n, rc);
             size_t bad = 0;
             for (int r = 0; r < p; r++)
                 for (size_t i = 0; i < n; i++) bad += out[(size_t)r * n + i] != int_value(r, i);
-            CHECK(bad == 0, "none n=%zu in_place=%d: %zu elements misplaced", n, in_place, bad);
+            CHECK(bad == 0, "none %s n=%zu in_place=%d: %zu elements misplaced",
+                  gcmpi_algo_name(way), n, in_place, bad);
 
             use_codec(h, "int8");
             fill_laplace(block, n, h->ctx.rank);
             float *res = calloc(n, sizeof(float));
             gcmpi_ef_slot ef = {.residual = res, .fresh = 1};
-            rc = gcmpi_allgather_compressed(&h->ctx, block, out, n, &ef);
+            rc = gcmpi_allgather_compressed(&h->ctx, way, block, out, n, &ef);
             CHECK(rc == MPI_SUCCESS, "int8 n=%zu: rc %d", n, rc);
             CHECK(same_on_all_ranks(h, out, (size_t)p * n), "int8 n=%zu: ranks differ", n);
-            CHECK(rel_err(block, out + (size_t)h->ctx.rank * n, n) < 0.02, "int8 own block");
+            const double err = rel_err(block, out + (size_t)h->ctx.rank * n, n);
+            CHECK(way == GCMPI_ALGO_PASS ? err == 0.0 : err < 0.02, "int8 %s own block: %g",
+                  gcmpi_algo_name(way), err);
+            if (way == GCMPI_ALGO_PASS)
+                CHECK(res[0] == 0.0f && res[n - 1] == 0.0f, "passthrough wrote the residual");
             free(res), free(block), free(out);
         }
+    gcmpi_coll_cache_free(&h->cache);
+    use_node_size(h, 0);
 }
 
-/* The compressed MPI_Allgather node by node (hier, auto) leaves the same
+/* The compressed MPI_Allgather node by node leaves the same
  * bytes as the flat one, from the same fresh residuals, whatever the
  * nodes: consecutive blocks, an uneven last node, and nodes that are not
  * consecutive ranks (round robin); a leader then hands MPI more than its
@@ -1577,7 +1590,6 @@ static void test_allgather_op_by_node_equals_flat(harness *h)
     for (int split = 0; split < 3 && p > 2; split++) {
         /* 0: nodes of 2, 1: nodes of p-1 and 1, 2: even and odd ranks */
         gcmpi_coll_cache_free(&h->cache);
-        h->cfg.algo = GCMPI_ALGO_HIER;
         gcmpi_nodes *nodes = NULL;
         const int color = split == 0 ? h->ctx.rank / 2
                           : split == 1 ? h->ctx.rank / (p - 1)
@@ -1592,17 +1604,15 @@ static void test_allgather_op_by_node_equals_flat(harness *h)
             const uint64_t seed = h->ctx.call_seed;
             gcmpi_ef_slot ef = {.residual = res, .fresh = 1};
 
-            h->cfg.algo = GCMPI_ALGO_ALLGATHER; /* flat */
             memset(res, 0, n * sizeof(float));
-            rc = gcmpi_allgather_compressed(&h->ctx, block, flat, n, &ef);
+            rc = gcmpi_allgather_compressed(&h->ctx, GCMPI_ALGO_ALLGATHER, block, flat, n, &ef);
             CHECK(rc == MPI_SUCCESS, "%s flat: rc %d", codecs[c], rc);
             const uint64_t flat_sent = h->stats.bytes_sent;
 
-            h->cfg.algo = split == 2 ? GCMPI_ALGO_AUTO : GCMPI_ALGO_HIER;
             h->ctx.call_seed = seed;
             memset(res, 0, n * sizeof(float));
             ef.fresh = 1;
-            rc = gcmpi_allgather_compressed(&h->ctx, block, out, n, &ef);
+            rc = gcmpi_allgather_compressed(&h->ctx, GCMPI_ALGO_HIER, block, out, n, &ef);
             CHECK(rc == MPI_SUCCESS, "%s split %d: rc %d", codecs[c], split, rc);
             CHECK(memcmp(flat, out, (size_t)p * n * sizeof(float)) == 0,
                   "%s split %d: node by node differs from flat", codecs[c], split);
@@ -1619,6 +1629,123 @@ static void test_allgather_op_by_node_equals_flat(harness *h)
     gcmpi_coll_cache_free(&h->cache);
     h->cfg.algo = GCMPI_ALGO_AUTO;
     free(block), free(flat), free(out), free(res);
+}
+
+/* auto's MPI_Allgather trial: node by node (where nodes hold several
+ * ranks), flat and passthrough each run GCMPI_AUTO_TRIAL_CALLS calls in
+ * turn, and every rank keeps the fastest by the slowest rank's median
+ * call, a lossy way only when it beats passthrough by the margin. Times
+ * faked per way, the last rank's apart. */
+static void test_gather_auto_trial_keeps_the_fastest(harness *h)
+{
+    const int p = h->ctx.size, last_rank = h->ctx.rank == p - 1;
+    enum { NODE, FLAT, PASS };
+    static const struct {
+        double all[3], last[3];
+        gcmpi_algo want_nodes, want_flat; /* nodes of 2; a node per rank */
+    } cases[] = {
+        /* node by node fastest; flat beats passthrough by a third */
+        {{1e-3, 2e-3, 3e-3}, {1e-3, 2e-3, 3e-3}, GCMPI_ALGO_HIER, GCMPI_ALGO_ALLGATHER},
+        /* flat fastest but on the last rank, whose call everyone waits for */
+        {{2e-3, 1e-3, 3e-3}, {2e-3, 4e-3, 3e-3}, GCMPI_ALGO_HIER, GCMPI_ALGO_PASS},
+        /* compressing gains 3 %: inside the margin */
+        {{2.9e-3, 2.9e-3, 3e-3}, {2.9e-3, 2.9e-3, 3e-3}, GCMPI_ALGO_PASS, GCMPI_ALGO_PASS},
+    };
+    h->cfg.algo = GCMPI_ALGO_AUTO;
+    use_codec(h, "int8");
+    for (int q = 1; q <= 2 && p > 2; q++) {
+        use_node_size(h, q);
+        for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+            const size_t n = 100 + k;
+            const double *t = last_rank ? cases[k].last : cases[k].all;
+            int rc = MPI_SUCCESS, runs = 0;
+            gcmpi_auto_choice *c = NULL;
+            for (;;) {
+                const gcmpi_algo way = gcmpi_gather_pick(&h->ctx, n, &rc);
+                CHECK(rc == MPI_SUCCESS, "pick rc %d", rc);
+                if (!c && h->cache.gather)
+                    c = gcmpi_auto_row(h->cache.gather->rows, &h->cache.gather->n, n, 0);
+                if (!c || c->settled || rc != MPI_SUCCESS) break;
+                CHECK(gcmpi_gather_in_trial(&h->ctx, n), "in its trial, not said to be");
+                CHECK(way == c->trial[runs % c->n_trial], "call %d ran %s: not in turn", runs,
+                      gcmpi_algo_name(way));
+                const int kind = way == GCMPI_ALGO_HIER ? NODE : way == GCMPI_ALGO_PASS ? PASS : FLAT;
+                gcmpi_gather_note(&h->ctx, n, way, t[kind]);
+                runs++;
+            }
+            CHECK(c, "q=%d case %zu: no row", q, k);
+            if (!c) continue;
+            const int want_n = q == 2 ? 3 : 2;
+            CHECK(c->n_trial == want_n && c->trial[c->n_trial - 1] == GCMPI_ALGO_PASS &&
+                      (q == 1 || c->trial[0] == GCMPI_ALGO_HIER),
+                  "q=%d: %d candidates", q, c->n_trial);
+            CHECK(runs == want_n * GCMPI_AUTO_TRIAL_CALLS, "q=%d case %zu: %d trial calls", q, k,
+                  runs);
+            const gcmpi_algo want = q == 2 ? cases[k].want_nodes : cases[k].want_flat;
+            CHECK(c->algo == want, "q=%d case %zu: settled on %s, want %s", q, k,
+                  gcmpi_algo_name(c->algo), gcmpi_algo_name(want));
+            int settled = (int)c->algo;
+            CHECK(same_on_all_ranks(h, (const float *)&settled, 1), "settled choices differ");
+            for (int i = 0; i < c->n_trial; i++) {
+                const int kind = c->trial[i] == GCMPI_ALGO_HIER ? NODE
+                                 : c->trial[i] == GCMPI_ALGO_PASS ? PASS : FLAT;
+                const double worst = fmax(cases[k].all[kind], cases[k].last[kind]);
+                CHECK(c->trial_median_s[i] == worst, "candidate %d's agreed median %g, want %g",
+                      i, c->trial_median_s[i], worst);
+            }
+            CHECK(!gcmpi_gather_in_trial(&h->ctx, n) && gcmpi_gather_pick(&h->ctx, n, &rc) == want,
+                  "a settled size keeps its choice");
+        }
+    }
+    gcmpi_coll_cache_free(&h->cache);
+    use_node_size(h, 0);
+}
+
+/* The same trial on real calls: every call of it, whichever way it ran,
+ * leaves identical bytes on every rank and each block near its rank's
+ * input, and afterwards the size runs what was settled. */
+static void test_gather_auto_calls_stay_correct(harness *h)
+{
+    const int p = h->ctx.size, me = h->ctx.rank;
+    const size_t n = 3001;
+    h->cfg.algo = GCMPI_ALGO_AUTO;
+    use_codec(h, "int8");
+    use_node_size(h, p > 2 ? 2 : 1);
+    float *block = malloc(n * sizeof(float)), *out = malloc((size_t)p * n * sizeof(float));
+    float *res = calloc(n, sizeof(float));
+    gcmpi_ef_slot ef = {.residual = res, .fresh = 1};
+    int calls = 0, rc = MPI_SUCCESS;
+    const gcmpi_auto_choice *c = NULL;
+    while (rc == MPI_SUCCESS && calls < 4 * GCMPI_AUTO_TRIALS * GCMPI_AUTO_TRIAL_CALLS) {
+        fill_laplace(block, n, me + 7 * calls);
+        rc = gcmpi_allgather_compressed(&h->ctx, GCMPI_ALGO_AUTO, block, out, n, &ef);
+        ef.fresh = 0;
+        CHECK(rc == MPI_SUCCESS, "call %d: rc %d", calls, rc);
+        CHECK(same_on_all_ranks(h, out, (size_t)p * n), "call %d: ranks differ", calls);
+        const double err = rel_err(block, out + (size_t)me * n, n);
+        CHECK(err < 0.05, "call %d: own block off by %g", calls, err);
+        calls++;
+        c = h->cache.gather ? gcmpi_auto_row(h->cache.gather->rows, &h->cache.gather->n, n, 0)
+                            : NULL;
+        if (c && c->settled) break;
+    }
+    CHECK(c && c->settled, "not settled after %d calls", calls);
+    if (c && c->settled) {
+        CHECK(calls == c->n_trial * GCMPI_AUTO_TRIAL_CALLS + 1, "settled after %d calls", calls);
+        for (int i = 0; i < c->n_trial; i++)
+            CHECK(c->trial_median_s[i] > 0, "candidate %s untimed", gcmpi_algo_name(c->trial[i]));
+        const gcmpi_algo kept = c->algo;
+        rc = gcmpi_allgather_compressed(&h->ctx, GCMPI_ALGO_AUTO, block, out, n, &ef);
+        CHECK(rc == MPI_SUCCESS && c->calls == 2 && c->algo == kept,
+              "settled calls: %llu counted, %s", (unsigned long long)c->calls,
+              gcmpi_algo_name(c->algo));
+        if (kept == GCMPI_ALGO_PASS)
+            CHECK(memcmp(out + (size_t)me * n, block, n * sizeof(float)) == 0,
+                  "passthrough changed the block");
+    }
+    free(block), free(out), free(res);
+    gcmpi_coll_cache_free(&h->cache);
+    use_node_size(h, 0);
 }
 
 /* A slot as the shim makes it under GCMPI_MOMENTUM: codec state, then u and
@@ -1977,6 +2104,8 @@ int main(int argc, char **argv)
         T(test_bytes_sent_are_what_went_to_mpi),
         T(test_allgather_op_places_every_block),
         T(test_allgather_op_by_node_equals_flat),
+        T(test_gather_auto_trial_keeps_the_fastest),
+        T(test_gather_auto_calls_stay_correct),
         T(test_auto_choice_follows_the_documented_rule),
         T(test_transparent_momentum_tracks_the_exact_momentum),
         T(test_an_exact_call_skips_momentum_correction_and_the_next_restarts),
