@@ -130,7 +130,15 @@ void gcmpi_nodes_free(gcmpi_nodes *nodes);
  * and the choices it made, per call size, for the report. */
 #define GCMPI_AUTO_MAX_CHOICES 32
 #define GCMPI_AUTO_TRIALS 4       /* candidates tried per call size     */
-#define GCMPI_AUTO_TRIAL_CALLS 3  /* calls each                         */
+/* Calls each candidate runs: as many as fit GCMPI_AUTO_TRIAL_BUDGET_S by
+ * the first round's time (agreed: the slowest rank's), from
+ * GCMPI_AUTO_TRIAL_MIN_CALLS to GCMPI_AUTO_TRIAL_CALLS. Three calls of a
+ * millisecond on 4 ranks over 2 cores put a flat MPI_Allgather ahead of
+ * passthrough (1.38 against 1.58 ms) whose five timed calls then took
+ * 1.55 against 1.12; calls that short cost a trial of nine little. */
+#define GCMPI_AUTO_TRIAL_CALLS 9
+#define GCMPI_AUTO_TRIAL_MIN_CALLS 3
+#define GCMPI_AUTO_TRIAL_BUDGET_S 0.2
 #define GCMPI_AUTO_MARGIN 0.05    /* a lossy pick must beat passthrough's
                                      median call by this fraction          */
 #define GCMPI_AUTO_TIE 0.05       /* trial medians this close to the fastest
@@ -176,6 +184,8 @@ typedef struct gcmpi_auto_choice {
      * few calls; the fastest by median call (agreed over ranks: MAX) is
      * settled on. */
     int settled, n_trial;
+    int trial_rounds;      /* calls each candidate runs (0: not agreed yet,
+                              after the first round)                     */
     gcmpi_algo trial[GCMPI_AUTO_TRIALS];
     int trial_calls[GCMPI_AUTO_TRIALS];
     double trial_s[GCMPI_AUTO_TRIALS][GCMPI_AUTO_TRIAL_CALLS]; /* this rank's
@@ -300,8 +310,10 @@ void gcmpi_auto_note(gcmpi_coll_ctx *ctx, size_t count, gcmpi_algo algo, double 
  * otherwise). */
 gcmpi_auto_choice *gcmpi_auto_row(gcmpi_auto_choice *rows, int *n, size_t count, int add);
 /* The candidate of an unsettled row whose turn it is (the one with the
- * fewest calls so far), or -1 when each has had its calls. */
-int gcmpi_auto_next_candidate(const gcmpi_auto_choice *c);
+ * fewest calls so far), or -1 when each has had its calls. After the first
+ * round it agrees on the rounds (one PMPI_Allreduce over ctx->comm, made
+ * at the same call on every rank); *rc is its error. */
+int gcmpi_auto_next_candidate(gcmpi_coll_ctx *ctx, gcmpi_auto_choice *c, int *rc);
 /* Each candidate's median call on the slowest rank, and whether any rank's
  * calls were on device buffers, into c->trial_median_s and c->device: one
  * PMPI_Allreduce (MAX) over ctx->comm, so every rank holds the same. */

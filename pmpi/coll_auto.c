@@ -16,8 +16,8 @@
  *
  * A model can be wrong (a loaded machine, a link it did not measure well),
  * and auto must not lose to native: per call size the model's pick, its
- * two runners-up and passthrough each run GCMPI_AUTO_TRIAL_CALLS calls, in
- * turn, and the fastest by its median call on the slowest rank is kept from
+ * two runners-up and passthrough each run 3 to GCMPI_AUTO_TRIAL_CALLS
+ * calls (as many as fit GCMPI_AUTO_TRIAL_BUDGET_S), in turn, and the fastest by its median call on the slowest rank is kept from
  * then on; a lossy one only when it beats passthrough by GCMPI_AUTO_MARGIN;
  * among candidates within GCMPI_AUTO_TIE of the fastest, the model's.
  * Calls on device buffers are timed whole (staging through host memory
@@ -841,9 +841,10 @@ int gcmpi_auto_agree_medians(gcmpi_coll_ctx *ctx, gcmpi_auto_choice *c)
     double mine[GCMPI_AUTO_TRIALS + 1], agreed[GCMPI_AUTO_TRIALS + 1];
     for (int i = 0; i < c->n_trial; i++) {
         double t[GCMPI_AUTO_TRIAL_CALLS];
-        memcpy(t, c->trial_s[i], sizeof t);
-        qsort(t, GCMPI_AUTO_TRIAL_CALLS, sizeof t[0], cmp_double);
-        mine[i] = t[(GCMPI_AUTO_TRIAL_CALLS - 1) / 2];
+        const int k = c->trial_calls[i];
+        memcpy(t, c->trial_s[i], (size_t)k * sizeof t[0]);
+        qsort(t, (size_t)k, sizeof t[0], cmp_double);
+        mine[i] = k ? t[(k - 1) / 2] : 0.0;
     }
     mine[c->n_trial] = c->device;
     const double t0 = PMPI_Wtime();
@@ -901,17 +902,45 @@ static int settle(gcmpi_coll_ctx *ctx, gcmpi_auto_choice *c)
     return MPI_SUCCESS;
 }
 
-int gcmpi_auto_next_candidate(const gcmpi_auto_choice *c)
+/* Calls each candidate may run so far: one until the rounds are agreed. */
+static int rounds_of(const gcmpi_auto_choice *c)
 {
-    /* Round robin (the candidate with the fewest calls so far): a load
-     * that comes and goes then falls on every candidate alike instead of
-     * on whichever ran in its block of calls. */
-    int next = -1;
-    for (int i = 0; i < c->n_trial; i++)
-        if (c->trial_calls[i] < GCMPI_AUTO_TRIAL_CALLS &&
-            (next < 0 || c->trial_calls[i] < c->trial_calls[next]))
-            next = i;
-    return next;
+    return c->trial_rounds ? c->trial_rounds : 1;
+}
+
+/* After the first round: as many rounds as fit the budget by the slowest
+ * rank's round (every rank's trial calls are the same calls). */
+static int agree_rounds(gcmpi_coll_ctx *ctx, gcmpi_auto_choice *c)
+{
+    double mine = 0.0, round = 0.0;
+    for (int i = 0; i < c->n_trial; i++) mine += c->trial_s[i][0];
+    const double t0 = PMPI_Wtime();
+    const int rc = PMPI_Allreduce(&mine, &round, 1, MPI_DOUBLE, MPI_MAX, ctx->comm);
+    if (ctx->stats) ctx->stats->comm_s += PMPI_Wtime() - t0;
+    if (rc != MPI_SUCCESS) return rc;
+    const double fit = round > 0 ? GCMPI_AUTO_TRIAL_BUDGET_S / round : GCMPI_AUTO_TRIAL_CALLS;
+    c->trial_rounds = fit >= GCMPI_AUTO_TRIAL_CALLS       ? GCMPI_AUTO_TRIAL_CALLS
+                      : fit <= GCMPI_AUTO_TRIAL_MIN_CALLS ? GCMPI_AUTO_TRIAL_MIN_CALLS
+                                                          : (int)fit;
+    return MPI_SUCCESS;
+}
+
+int gcmpi_auto_next_candidate(gcmpi_coll_ctx *ctx, gcmpi_auto_choice *c, int *rc)
+{
+    *rc = MPI_SUCCESS;
+    for (;;) {
+        /* Round robin (the candidate with the fewest calls so far): a load
+         * that comes and goes then falls on every candidate alike instead
+         * of on whichever ran in its block of calls. */
+        int next = -1;
+        for (int i = 0; i < c->n_trial; i++)
+            if (c->trial_calls[i] < rounds_of(c) &&
+                (next < 0 || c->trial_calls[i] < c->trial_calls[next]))
+                next = i;
+        if (next >= 0 || c->trial_rounds) return next;
+        *rc = agree_rounds(ctx, c);
+        if (*rc != MPI_SUCCESS) return -1;
+    }
 }
 
 gcmpi_algo gcmpi_coll_pick(gcmpi_coll_ctx *ctx, size_t count, int *rc)
@@ -926,7 +955,8 @@ gcmpi_algo gcmpi_coll_pick(gcmpi_coll_ctx *ctx, size_t count, int *rc)
     if (!c) return gcmpi_auto_pick(ctx->cfg, m, count, NULL); /* table full: the model */
     if (c->n_trial == 0) start_trial(ctx, m, c);
     if (c->settled) return c->algo;
-    const int next = gcmpi_auto_next_candidate(c);
+    const int next = gcmpi_auto_next_candidate(ctx, c, rc);
+    if (*rc != MPI_SUCCESS) return GCMPI_ALGO_PASS;
     if (next >= 0) return c->trial[next];
     *rc = settle(ctx, c);
     return *rc == MPI_SUCCESS ? c->algo : GCMPI_ALGO_PASS;
@@ -975,7 +1005,7 @@ void gcmpi_auto_record(gcmpi_auto_choice *c, gcmpi_algo algo, double seconds, in
     if (!c->settled) {
         if (on_device) c->device = 1;
         for (int i = 0; i < c->n_trial; i++)
-            if (c->trial[i] == algo && c->trial_calls[i] < GCMPI_AUTO_TRIAL_CALLS) {
+            if (c->trial[i] == algo && c->trial_calls[i] < rounds_of(c)) {
                 c->trial_s[i][c->trial_calls[i]++] = seconds;
                 return;
             }

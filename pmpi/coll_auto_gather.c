@@ -10,7 +10,7 @@
  * emulated 2 x 4 cluster at 1 Gbit/s node by node took int8's 1 MiB
  * blocks in half the flat time and topk 0.01's in 1.2x it, and over
  * shared memory or for small blocks passing the floats through can beat
- * both. So auto runs, per block size, each candidate for
+ * both. So auto runs, per block size, each candidate for 3 to
  * GCMPI_AUTO_TRIAL_CALLS calls in turn (each timed from a barrier, all with
  * correct results) and keeps the one whose median call on the slowest
  * rank was fastest, a lossy one only when it beats passthrough by
@@ -95,7 +95,8 @@ gcmpi_algo gcmpi_gather_pick(gcmpi_coll_ctx *ctx, size_t count, int *rc)
     if (!c) return by_node ? GCMPI_ALGO_HIER : GCMPI_ALGO_ALLGATHER;
     if (c->n_trial == 0) start_trial(c, by_node);
     if (c->settled) return c->algo;
-    const int next = gcmpi_auto_next_candidate(c);
+    const int next = gcmpi_auto_next_candidate(ctx, c, rc);
+    if (*rc != MPI_SUCCESS) return GCMPI_ALGO_PASS;
     if (next >= 0) return c->trial[next];
     *rc = settle(ctx, c);
     return *rc == MPI_SUCCESS ? c->algo : GCMPI_ALGO_PASS;

@@ -1236,7 +1236,7 @@ static void test_auto_keeps_its_calibration_between_jobs(harness *h)
 }
 
 /* auto's trial: per call size the model's pick, its runners-up and
- * passthrough each run GCMPI_AUTO_TRIAL_CALLS calls in turn, then the fastest by
+ * passthrough each run the same calls in turn, then the fastest by
  * the slowest rank's median call is kept on every rank, even when the ranks
  * measured opposite things; a settled size runs its choice from then on. */
 static void test_auto_trial_settles_on_the_measured_fastest(harness *h)
@@ -1276,8 +1276,7 @@ static void test_auto_trial_settles_on_the_measured_fastest(harness *h)
         gcmpi_auto_note(&h->ctx, n, a, t);
         runs++;
     }
-    CHECK(runs == (c->n_trial > 1 ? c->n_trial * GCMPI_AUTO_TRIAL_CALLS : 0), "%d trial calls",
-          runs);
+    CHECK(runs == (c->n_trial > 1 ? c->n_trial * c->trial_rounds : 0), "%d trial calls", runs);
     int settled = (int)c->algo;
     CHECK(same_on_all_ranks(h, (const float *)&settled, 1), "settled choices differ");
     if (h->ctx.size > 1 && c->n_trial > 1)
@@ -1632,8 +1631,7 @@ static void test_allgather_op_by_node_equals_flat(harness *h)
 }
 
 /* auto's MPI_Allgather trial: node by node (where nodes hold several
- * ranks), flat and passthrough each run GCMPI_AUTO_TRIAL_CALLS calls in
- * turn, and every rank keeps the fastest by the slowest rank's median
+ * ranks), flat and passthrough each run the same calls in turn, and every rank keeps the fastest by the slowest rank's median
  * call, a lossy way only when it beats passthrough by the margin. Times
  * faked per way, the last rank's apart. */
 static void test_gather_auto_trial_keeps_the_fastest(harness *h)
@@ -1679,8 +1677,7 @@ static void test_gather_auto_trial_keeps_the_fastest(harness *h)
             CHECK(c->n_trial == want_n && c->trial[c->n_trial - 1] == GCMPI_ALGO_PASS &&
                       (q == 1 || c->trial[0] == GCMPI_ALGO_HIER),
                   "q=%d: %d candidates", q, c->n_trial);
-            CHECK(runs == want_n * GCMPI_AUTO_TRIAL_CALLS, "q=%d case %zu: %d trial calls", q, k,
-                  runs);
+            CHECK(runs == want_n * c->trial_rounds, "q=%d case %zu: %d trial calls", q, k, runs);
             const gcmpi_algo want = q == 2 ? cases[k].want_nodes : cases[k].want_flat;
             CHECK(c->algo == want, "q=%d case %zu: settled on %s, want %s", q, k,
                   gcmpi_algo_name(c->algo), gcmpi_algo_name(want));
@@ -1696,6 +1693,48 @@ static void test_gather_auto_trial_keeps_the_fastest(harness *h)
             CHECK(!gcmpi_gather_in_trial(&h->ctx, n) && gcmpi_gather_pick(&h->ctx, n, &rc) == want,
                   "a settled size keeps its choice");
         }
+    }
+    gcmpi_coll_cache_free(&h->cache);
+    use_node_size(h, 0);
+}
+
+/* A trial runs as many rounds (a call of each candidate) as fit
+ * GCMPI_AUTO_TRIAL_BUDGET_S by its first round on the slowest rank, from
+ * GCMPI_AUTO_TRIAL_MIN_CALLS to GCMPI_AUTO_TRIAL_CALLS: every rank the
+ * same, whatever it timed itself. Times faked: the last rank's round
+ * takes `slow` seconds, every other rank's a thousandth of it. */
+static void test_auto_trial_rounds_fit_the_budget(harness *h)
+{
+    const int last_rank = h->ctx.rank == h->ctx.size - 1;
+    static const struct {
+        double slow;
+        int rounds;
+    } cases[] = {
+        {1e-4, GCMPI_AUTO_TRIAL_CALLS},
+        {GCMPI_AUTO_TRIAL_BUDGET_S / 4.5, 4},
+        {GCMPI_AUTO_TRIAL_BUDGET_S / 6.2, 6},
+        {GCMPI_AUTO_TRIAL_BUDGET_S, GCMPI_AUTO_TRIAL_MIN_CALLS},
+    };
+    h->cfg.algo = GCMPI_ALGO_AUTO;
+    use_codec(h, "int8");
+    use_node_size(h, 1);
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const size_t n = 200 + k;
+        int rc = MPI_SUCCESS, runs = 0;
+        gcmpi_auto_choice *c = NULL;
+        for (;;) {
+            const gcmpi_algo way = gcmpi_gather_pick(&h->ctx, n, &rc);
+            CHECK(rc == MPI_SUCCESS, "pick rc %d", rc);
+            if (!c && h->cache.gather)
+                c = gcmpi_auto_row(h->cache.gather->rows, &h->cache.gather->n, n, 0);
+            if (!c || c->settled || rc != MPI_SUCCESS || runs > 100) break;
+            const double round = last_rank ? cases[k].slow : cases[k].slow / 1000;
+            gcmpi_gather_note(&h->ctx, n, way, round / c->n_trial);
+            runs++;
+        }
+        CHECK(c && c->settled && c->trial_rounds == cases[k].rounds,
+              "case %zu: %d rounds, want %d", k, c ? c->trial_rounds : -1, cases[k].rounds);
+        if (c) CHECK(runs == c->n_trial * c->trial_rounds, "case %zu: %d calls", k, runs);
     }
     gcmpi_coll_cache_free(&h->cache);
     use_node_size(h, 0);
@@ -1731,7 +1770,7 @@ static void test_gather_auto_calls_stay_correct(harness *h)
     }
     CHECK(c && c->settled, "not settled after %d calls", calls);
     if (c && c->settled) {
-        CHECK(calls == c->n_trial * GCMPI_AUTO_TRIAL_CALLS + 1, "settled after %d calls", calls);
+        CHECK(calls == c->n_trial * c->trial_rounds + 1, "settled after %d calls", calls);
         for (int i = 0; i < c->n_trial; i++)
             CHECK(c->trial_median_s[i] > 0, "candidate %s untimed", gcmpi_algo_name(c->trial[i]));
         const gcmpi_algo kept = c->algo;
@@ -2105,6 +2144,7 @@ int main(int argc, char **argv)
         T(test_allgather_op_places_every_block),
         T(test_allgather_op_by_node_equals_flat),
         T(test_gather_auto_trial_keeps_the_fastest),
+        T(test_auto_trial_rounds_fit_the_budget),
         T(test_gather_auto_calls_stay_correct),
         T(test_auto_choice_follows_the_documented_rule),
         T(test_transparent_momentum_tracks_the_exact_momentum),
