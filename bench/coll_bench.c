@@ -520,43 +520,6 @@ static int settle_auto_gather(gcmpi_coll_ctx *ctx, const float *in, float *out, 
     return MPI_SUCCESS;
 }
 
-static void run_allgather_op(const options *o, gcmpi_coll_ctx *ctx, const gc_codec *codec,
-                             gcmpi_algo algo, gcmpi_coll_cache *cache, const float *in,
-                             float *out, const float *exact, size_t n, size_t bytes,
-                             int *first_json)
-{
-    if (algo != GCMPI_ALGO_ALLGATHER && algo != GCMPI_ALGO_HIER && algo != GCMPI_ALGO_PASS &&
-        algo != GCMPI_ALGO_AUTO)
-        return;
-    timed_case *tc = calloc(1, sizeof *tc);
-    if (!tc) MPI_Abort(MPI_COMM_WORLD, 1);
-    configure(&tc->cfg, o, codec, algo);
-    ctx->cfg = &tc->cfg;
-    ctx->cache = cache;
-    tc->algo = algo;
-    tc->res = (result){.algo = algo, .predicted_ms = NAN};
-    char msg[256];
-    int rc = MPI_SUCCESS;
-    if (gc_is_error(gc_params_check(tc->cfg.codec, &tc->cfg.params, msg, sizeof msg))) {
-        snprintf(tc->res.error, sizeof tc->res.error, "%s", msg);
-    } else {
-        /* auto's trial for this block size first; the timed calls run its pick. */
-        if (algo == GCMPI_ALGO_AUTO) rc = settle_auto_gather(ctx, in, out, n);
-        if (algo == GCMPI_ALGO_AUTO && rc == MPI_SUCCESS)
-            tc->algo = tc->res.algo = gcmpi_gather_pick(ctx, n, &rc);
-        int len = 0;
-        if (rc != MPI_SUCCESS) PMPI_Error_string(rc, tc->res.error, &len);
-        else time_case(tc, ctx, in, out, exact, n, o);
-    }
-    char label[32];
-    snprintf(label, sizeof label, "%s%s", algo == GCMPI_ALGO_AUTO ? "auto:" : "",
-             algo_name(tc->algo));
-    if (world_rank == 0)
-        print_row(gc_codec_name(codec), label, &tc->res, *first_json, bytes, o->json);
-    *first_json = 0;
-    fflush(stdout);
-    free(tc);
-}
 
 /* Prints the agreed figures behind every prediction of a codec, once. */
 static void print_model(const gcmpi_auto_model *model, const gc_codec *codec)
@@ -574,18 +537,47 @@ static void print_model(const gcmpi_auto_model *model, const gc_codec *codec)
             1e3 * gcmpi_lin_at(e->node_allreduce, 16 << 20));
 }
 
-/* Readies the allreduce case of codec and algorithm at n floats: auto
- * measures its model on the first call for a codec, then tries its
- * candidates on the first calls of a size, and the timed calls run what it
- * settles on. 0 when the case does not apply (an algorithm the codec
- * lacks). */
+/* Readies the compressed MPI_Allgather's case of codec and way at n
+ * floats a rank: auto runs its trial first, and its timed calls run the
+ * way it settled on. 0 when the case does not apply. */
+static int gather_case_prepare(timed_case *tc, gcmpi_coll_ctx *ctx, const options *o,
+                               const gc_codec *codec, gcmpi_algo algo, const float *in,
+                               float *out, size_t n)
+{
+    if (algo != GCMPI_ALGO_ALLGATHER && algo != GCMPI_ALGO_HIER && algo != GCMPI_ALGO_PASS &&
+        algo != GCMPI_ALGO_AUTO)
+        return 0;
+    configure(&tc->cfg, o, codec, algo);
+    ctx->cfg = &tc->cfg;
+    tc->algo = algo;
+    tc->res = (result){.algo = algo, .predicted_ms = NAN};
+    char msg[256];
+    int rc = MPI_SUCCESS, len = 0;
+    if (gc_is_error(gc_params_check(tc->cfg.codec, &tc->cfg.params, msg, sizeof msg))) {
+        snprintf(tc->res.error, sizeof tc->res.error, "%s", msg);
+    } else if (algo == GCMPI_ALGO_AUTO) {
+        rc = settle_auto_gather(ctx, in, out, n);
+        if (rc == MPI_SUCCESS) tc->algo = tc->res.algo = gcmpi_gather_pick(ctx, n, &rc);
+        if (rc != MPI_SUCCESS) PMPI_Error_string(rc, tc->res.error, &len);
+    }
+    snprintf(tc->label, sizeof tc->label, "%s%s", algo == GCMPI_ALGO_AUTO ? "auto:" : "",
+             algo_name(tc->algo));
+    return 1;
+}
+
+/* Readies the case of codec and algorithm at n floats (--op allgather:
+ * gather_case_prepare): auto measures its model on the first call for a
+ * codec, then tries its candidates on the first calls of a size, and the
+ * timed calls run what it settles on. 0 when the case does not apply (an
+ * algorithm the codec lacks). */
 static int case_prepare(timed_case *tc, gcmpi_coll_ctx *ctx, const options *o,
                         const gc_codec *codec, gcmpi_algo algo, gcmpi_coll_cache *cache,
                         int *printed_model, const float *in, float *out, size_t n)
 {
+    ctx->cache = cache;
+    if (o->allgather_op) return gather_case_prepare(tc, ctx, o, codec, algo, in, out, n);
     configure(&tc->cfg, o, codec, algo);
     ctx->cfg = &tc->cfg;
-    ctx->cache = cache;
     int pick_rc = MPI_SUCCESS;
     if (tc->cfg.algo == GCMPI_ALGO_AUTO) pick_rc = settle_auto(ctx, in, out, n);
     const gcmpi_algo run = pick_rc == MPI_SUCCESS ? gcmpi_coll_pick(ctx, n, &pick_rc)
@@ -664,12 +656,6 @@ int main(int argc, char **argv)
             PMPI_Allreduce(in, exact, (int)n, MPI_FLOAT, MPI_SUM, ctx.comm);
         if (!o.json && world_rank == 0) print_header(o.sizes[s]);
         for (int c = 0; c < o.n_codecs; c++) {
-            if (o.allgather_op) {
-                for (int a = 0; a < o.n_algos; a++)
-                    run_allgather_op(&o, &ctx, o.codecs[c], o.algos[a], &caches[c], in, out,
-                                     exact, n, o.sizes[s], &first_json);
-                continue;
-            }
             /* Cases one after another, or (--interleave) every case's
              * calls in rounds, so each sees the same drift of the
              * machine's load: auto's row runs its pick's code, and two
