@@ -8,7 +8,8 @@
 # included (u and m on the device; one rank's buffer moved; a call with
 # odd ranks on host buffers); hier at 4 ranks in emulated nodes of 2; int,
 # double, MAX and small calls staged, exact; auto's trial on a 64 MiB
-# device gradient (topk, int8). Writes $OUT/step2-*.log and
+# device gradient (topk, int8) and of an MPI_Allgather (int8). Writes
+# $OUT/step2-*.log and
 # summary lines.
 . "$(dirname "$0")/common.sh"
 prog=$BUILD/tests/gpu/device/mpi_device
@@ -54,13 +55,14 @@ one hier-topk 2 topk hier GCMPI_NODE_SIZE=2
 one hier-momentum-topk 10 topk hier GCMPI_NODE_SIZE=2 GCMPI_MOMENTUM=0.9
 NP=2
 # auto on device buffers: a training loop's 64 MiB gradient, the trial
-# timing each candidate's whole call (staging included); the summary line
-# names what it kept and each candidate's median call.
+# timing each candidate's whole call (staging included; up to 9 rounds of
+# 4 candidates, so 40 calls); the summary line names what it kept and
+# each candidate's median call.
 auto_one() { # codec
     log=$OUT/step2-auto-$1.log json=$OUT/step2-auto-$1.json
     if run2 "$log" GCMPI_GPU_LIB="$LIBGPU" GCMPI_CODEC="$1" GCMPI_ALGO=auto GCMPI_RATIO=0.01 \
         GCMPI_AUTO_CACHE=off GCMPI_STATS="$json" -- \
-        "$BUILD/tests/gpu/device/mpi_device_auto" 24 16777216 2; then
+        "$BUILD/tests/gpu/device/mpi_device_auto" 40 16777216 2; then
         summary step2 PASS "auto-$1: $(python3 -c 'import json, sys
 for c in json.load(open(sys.argv[1]))["auto_choices"]:
     print(c["count"], "floats ->", c["algo"], "device" if c["device"] else "host",
@@ -72,4 +74,18 @@ for c in json.load(open(sys.argv[1]))["auto_choices"]:
 }
 auto_one topk
 auto_one int8
+# The compressed MPI_Allgather's trial on device buffers (16 MiB blocks:
+# flat against passthrough, staged or handed to a CUDA-aware MPI).
+log=$OUT/step2-auto-allgather.log json=$OUT/step2-auto-allgather.json
+if run2 "$log" GCMPI_GPU_LIB="$LIBGPU" GCMPI_ALLGATHER_CODEC=int8 GCMPI_ALGO=auto \
+    GCMPI_AUTO_CACHE=off GCMPI_STATS="$json" -- \
+    "$BUILD/tests/gpu/device/mpi_device_auto" 32 4194304 0.02 allgather; then
+    summary step2 PASS "auto-allgather-int8: $(python3 -c 'import json, sys
+for c in json.load(open(sys.argv[1]))["auto_choices"]:
+    print(c["count"], "floats a rank ->", c["algo"], "device" if c["device"] else "host",
+          " ".join("%s %.2f ms" % (t["algo"], 1e3 * t["median_s"]) for t in c["trial"]))' "$json")"
+else
+    summary step2 FAIL "auto-allgather-int8 (see step2-auto-allgather.log)"
+    status=1
+fi
 exit $status
