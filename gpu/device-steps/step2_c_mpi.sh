@@ -54,38 +54,33 @@ one hier-int8 0.05 int8 hier GCMPI_NODE_SIZE=2
 one hier-topk 2 topk hier GCMPI_NODE_SIZE=2
 one hier-momentum-topk 10 topk hier GCMPI_NODE_SIZE=2 GCMPI_MOMENTUM=0.9
 NP=2
-# auto on device buffers: a training loop's 64 MiB gradient, the trial
-# timing each candidate's whole call (staging included; up to 9 rounds of
-# 4 candidates, so 40 calls); the summary line names what it kept and
-# each candidate's median call.
-auto_one() { # codec
-    log=$OUT/step2-auto-$1.log json=$OUT/step2-auto-$1.json
-    if run2 "$log" GCMPI_GPU_LIB="$LIBGPU" GCMPI_CODEC="$1" GCMPI_ALGO=auto GCMPI_RATIO=0.01 \
-        GCMPI_AUTO_CACHE=off GCMPI_STATS="$json" -- \
-        "$BUILD/tests/gpu/device/mpi_device_auto" 40 16777216 2; then
-        summary step2 PASS "auto-$1: $(python3 -c 'import json, sys
+# What a run's report says auto chose, for its summary line.
+auto_choices() { # json
+    python3 -c 'import json, sys
 for c in json.load(open(sys.argv[1]))["auto_choices"]:
-    print(c["count"], "floats ->", c["algo"], "device" if c["device"] else "host",
-          " ".join("%s %.2f ms" % (t["algo"], 1e3 * t["median_s"]) for t in c["trial"]))' "$json")"
+    print(c["collective"], c["count"], "floats ->", c["algo"], "device" if c["device"] else "host",
+          " ".join("%s %.2f ms" % (t["algo"], 1e3 * t["median_s"]) for t in c["trial"]))' "$1"
+}
+# auto on device buffers: mpi_device_auto's calls, the trial timing each
+# candidate's whole call (staging included); the summary line names what
+# it kept and each candidate's median call.
+auto_one() { # name, "GCMPI_X=V ...", then mpi_device_auto's arguments
+    name=$1 vars=$2
+    shift 2
+    log=$OUT/step2-auto-$name.log json=$OUT/step2-auto-$name.json
+    # shellcheck disable=SC2086 # vars is a list of words
+    if run2 "$log" GCMPI_GPU_LIB="$LIBGPU" GCMPI_ALGO=auto GCMPI_AUTO_CACHE=off \
+        GCMPI_STATS="$json" $vars -- "$BUILD/tests/gpu/device/mpi_device_auto" "$@"; then
+        summary step2 PASS "auto-$name: $(auto_choices "$json")"
     else
-        summary step2 FAIL "auto-$1 (see step2-auto-$1.log)"
+        summary step2 FAIL "auto-$name (see step2-auto-$name.log)"
         status=1
     fi
 }
-auto_one topk
-auto_one int8
-# The compressed MPI_Allgather's trial on device buffers (16 MiB blocks:
-# flat against passthrough, staged or handed to a CUDA-aware MPI).
-log=$OUT/step2-auto-allgather.log json=$OUT/step2-auto-allgather.json
-if run2 "$log" GCMPI_GPU_LIB="$LIBGPU" GCMPI_ALLGATHER_CODEC=int8 GCMPI_ALGO=auto \
-    GCMPI_AUTO_CACHE=off GCMPI_STATS="$json" -- \
-    "$BUILD/tests/gpu/device/mpi_device_auto" 32 4194304 0.02 allgather; then
-    summary step2 PASS "auto-allgather-int8: $(python3 -c 'import json, sys
-for c in json.load(open(sys.argv[1]))["auto_choices"]:
-    print(c["count"], "floats a rank ->", c["algo"], "device" if c["device"] else "host",
-          " ".join("%s %.2f ms" % (t["algo"], 1e3 * t["median_s"]) for t in c["trial"]))' "$json")"
-else
-    summary step2 FAIL "auto-allgather-int8 (see step2-auto-allgather.log)"
-    status=1
-fi
+# A training loop's 64 MiB gradient (up to 9 rounds of 4 candidates: 40
+# calls), and the compressed MPI_Allgather of 16 MiB blocks (flat against
+# passthrough, staged or handed to a CUDA-aware MPI).
+auto_one topk "GCMPI_CODEC=topk GCMPI_RATIO=0.01" 40 16777216 2
+auto_one int8 "GCMPI_CODEC=int8" 40 16777216 2
+auto_one allgather-int8 "GCMPI_ALLGATHER_CODEC=int8" 32 4194304 0.02 allgather
 exit $status

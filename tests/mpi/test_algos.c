@@ -1630,6 +1630,34 @@ static void test_allgather_op_by_node_equals_flat(harness *h)
     free(block), free(flat), free(out), free(res);
 }
 
+enum { WAY_NODE, WAY_FLAT, WAY_PASS };
+
+/* Runs count n's MPI_Allgather trial under auto to its end with faked
+ * times, seconds[WAY_*] for each call of that way, checking the ways take
+ * turns. Returns the row (NULL: none) and the trial's calls in *runs. */
+static gcmpi_auto_choice *fake_gather_trial(harness *h, size_t n, const double seconds[3],
+                                            int *runs)
+{
+    int rc = MPI_SUCCESS;
+    gcmpi_auto_choice *c = NULL;
+    *runs = 0;
+    while (*runs <= 4 * GCMPI_AUTO_TRIALS * GCMPI_AUTO_TRIAL_CALLS) {
+        const gcmpi_algo way = gcmpi_gather_pick(&h->ctx, n, &rc);
+        CHECK(rc == MPI_SUCCESS, "pick rc %d", rc);
+        if (!c && h->cache.gather)
+            c = gcmpi_auto_row(h->cache.gather->rows, &h->cache.gather->n, n, 0);
+        if (!c || c->settled || rc != MPI_SUCCESS) break;
+        CHECK(gcmpi_gather_in_trial(&h->ctx, n), "in its trial, not said to be");
+        CHECK(way == c->trial[*runs % c->n_trial], "call %d ran %s: not in turn", *runs,
+              gcmpi_algo_name(way));
+        const int kind = way == GCMPI_ALGO_HIER ? WAY_NODE
+                         : way == GCMPI_ALGO_PASS ? WAY_PASS : WAY_FLAT;
+        gcmpi_gather_note(&h->ctx, n, way, seconds[kind]);
+        (*runs)++;
+    }
+    return c;
+}
+
 /* auto's MPI_Allgather trial: node by node (where nodes hold several
  * ranks), flat and passthrough each run the same calls in turn, and every rank keeps the fastest by the slowest rank's median
  * call, a lossy way only when it beats passthrough by the margin. Times
@@ -1637,7 +1665,6 @@ static void test_allgather_op_by_node_equals_flat(harness *h)
 static void test_gather_auto_trial_keeps_the_fastest(harness *h)
 {
     const int p = h->ctx.size, last_rank = h->ctx.rank == p - 1;
-    enum { NODE, FLAT, PASS };
     static const struct {
         double all[3], last[3];
         gcmpi_algo want_nodes, want_flat; /* nodes of 2; a node per rank */
@@ -1655,22 +1682,9 @@ static void test_gather_auto_trial_keeps_the_fastest(harness *h)
         use_node_size(h, q);
         for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
             const size_t n = 100 + k;
-            const double *t = last_rank ? cases[k].last : cases[k].all;
-            int rc = MPI_SUCCESS, runs = 0;
-            gcmpi_auto_choice *c = NULL;
-            for (;;) {
-                const gcmpi_algo way = gcmpi_gather_pick(&h->ctx, n, &rc);
-                CHECK(rc == MPI_SUCCESS, "pick rc %d", rc);
-                if (!c && h->cache.gather)
-                    c = gcmpi_auto_row(h->cache.gather->rows, &h->cache.gather->n, n, 0);
-                if (!c || c->settled || rc != MPI_SUCCESS) break;
-                CHECK(gcmpi_gather_in_trial(&h->ctx, n), "in its trial, not said to be");
-                CHECK(way == c->trial[runs % c->n_trial], "call %d ran %s: not in turn", runs,
-                      gcmpi_algo_name(way));
-                const int kind = way == GCMPI_ALGO_HIER ? NODE : way == GCMPI_ALGO_PASS ? PASS : FLAT;
-                gcmpi_gather_note(&h->ctx, n, way, t[kind]);
-                runs++;
-            }
+            int runs;
+            gcmpi_auto_choice *c =
+                fake_gather_trial(h, n, last_rank ? cases[k].last : cases[k].all, &runs);
             CHECK(c, "q=%d case %zu: no row", q, k);
             if (!c) continue;
             const int want_n = q == 2 ? 3 : 2;
@@ -1684,12 +1698,13 @@ static void test_gather_auto_trial_keeps_the_fastest(harness *h)
             int settled = (int)c->algo;
             CHECK(same_on_all_ranks(h, (const float *)&settled, 1), "settled choices differ");
             for (int i = 0; i < c->n_trial; i++) {
-                const int kind = c->trial[i] == GCMPI_ALGO_HIER ? NODE
-                                 : c->trial[i] == GCMPI_ALGO_PASS ? PASS : FLAT;
+                const int kind = c->trial[i] == GCMPI_ALGO_HIER ? WAY_NODE
+                                 : c->trial[i] == GCMPI_ALGO_PASS ? WAY_PASS : WAY_FLAT;
                 const double worst = fmax(cases[k].all[kind], cases[k].last[kind]);
                 CHECK(c->trial_median_s[i] == worst, "candidate %d's agreed median %g, want %g",
                       i, c->trial_median_s[i], worst);
             }
+            int rc = MPI_SUCCESS;
             CHECK(!gcmpi_gather_in_trial(&h->ctx, n) && gcmpi_gather_pick(&h->ctx, n, &rc) == want,
                   "a settled size keeps its choice");
         }
@@ -1719,19 +1734,11 @@ static void test_auto_trial_rounds_fit_the_budget(harness *h)
     use_codec(h, "int8");
     use_node_size(h, 1);
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        const size_t n = 200 + k;
-        int rc = MPI_SUCCESS, runs = 0;
-        gcmpi_auto_choice *c = NULL;
-        for (;;) {
-            const gcmpi_algo way = gcmpi_gather_pick(&h->ctx, n, &rc);
-            CHECK(rc == MPI_SUCCESS, "pick rc %d", rc);
-            if (!c && h->cache.gather)
-                c = gcmpi_auto_row(h->cache.gather->rows, &h->cache.gather->n, n, 0);
-            if (!c || c->settled || rc != MPI_SUCCESS || runs > 100) break;
-            const double round = last_rank ? cases[k].slow : cases[k].slow / 1000;
-            gcmpi_gather_note(&h->ctx, n, way, round / c->n_trial);
-            runs++;
-        }
+        /* Nodes of one rank: flat and passthrough, half the round each. */
+        const double call = (last_rank ? cases[k].slow : cases[k].slow / 1000) / 2;
+        const double seconds[3] = {call, call, call};
+        int runs;
+        gcmpi_auto_choice *c = fake_gather_trial(h, 200 + k, seconds, &runs);
         CHECK(c && c->settled && c->trial_rounds == cases[k].rounds,
               "case %zu: %d rounds, want %d", k, c ? c->trial_rounds : -1, cases[k].rounds);
         if (c) CHECK(runs == c->n_trial * c->trial_rounds, "case %zu: %d calls", k, runs);
