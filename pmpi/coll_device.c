@@ -9,10 +9,10 @@
  * The host never reads or writes device memory.
  *
  * The native algorithm (none, int8, randk, powersgd) runs on the device too
- * (coll_device_native.c), and hier by chunks: its node phases on a host
- * copy, its column's call by the kernels. Where the GPU library has no
+ * (coll_device_native.c), and hier: its node phases on a host copy, its
+ * call between nodes by the kernels. Where the GPU library has no
  * kernels (a codec it does not support, a zstd stage, DGC momentum inside
- * the encode (GCMPI_EF_MOMENTUM), hier's leader style, sparse_rd), the
+ * the encode (GCMPI_EF_MOMENTUM), sparse_rd), the
  * call is compressed on the host instead: the vector and the slot's
  * device state are copied to page-locked buffers, the host algorithm
  * runs, and output and state are copied back. The statistics count the
@@ -366,11 +366,12 @@ static int dev_finite(const float *g, size_t n, int *yes)
 static int run_kernels(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in, float *out,
                        size_t count, gcmpi_ef_slot *ef);
 
-/* ---- hier by chunks (coll_hier.c's): the node's two phases on one
- * page-locked host copy of the vector (its window or MPI need host
- * memory); only this rank's chunk of the node's sum goes to the device,
- * where the column's call between nodes encodes and decodes it with the
- * kernels and the chunk's slice of the device residual ---------------------- */
+/* ---- hier (coll_hier.c's): the node's phases on one page-locked host
+ * copy of the vector (its window or MPI need host memory). By chunks,
+ * only this rank's chunk of the node's sum goes to the device, where the
+ * column's call between nodes encodes and decodes it with the kernels and
+ * the chunk's slice of the device residual; in the leader style the
+ * leader's node sum goes, for the leaders' call with the whole slot ------- */
 
 static int stage_copy(void *dst, const void *src, size_t bytes)
 {
@@ -388,13 +389,12 @@ static const gcmpi_hier_vec_ops device_vectors = {
     .run = run_kernels,
 };
 
-/* 1 when hier on count floats runs here: by chunks, with kernels for the
- * column's algorithm (uneven nodes, powersgd, counts past INT_MAX: the
- * leader style, compressed on the host). */
+/* 1 when hier on count floats runs here: kernels for the algorithm
+ * between nodes (or none: one node). */
 static int hier_has_kernels(gcmpi_coll_ctx *ctx, size_t count)
 {
     gcmpi_algo inner;
-    if (!gcmpi_device_gpu() || !gcmpi_hier_by_chunks(ctx, count, &inner)) return 0;
+    if (!gcmpi_device_gpu() || !gcmpi_hier_between(ctx, count, &inner)) return 0;
     return inner == GCMPI_ALGO_PASS || (gcmpi_coll_supports(ctx->cfg->codec, inner) &&
                                         gcmpi_device_has_kernels(ctx->cfg, inner));
 }
@@ -409,7 +409,7 @@ static int run_kernels_as(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in,
                           size_t count, gcmpi_ef_slot *ef, int finite)
 {
     if (algo == GCMPI_ALGO_HIER)
-        return gcmpi_hier_by_chunks_with(ctx, &device_vectors, in, out, count, ef);
+        return gcmpi_hier_with(ctx, &device_vectors, in, out, count, ef);
     if (algo != GCMPI_ALGO_NATIVE)
         return algo == GCMPI_ALGO_ALLGATHER ? allreduce_allgather(ctx, in, out, count, ef)
                                             : allreduce_rsag(ctx, in, out, count, ef);

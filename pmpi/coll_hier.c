@@ -319,8 +319,72 @@ static int hier_scatter(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, const gcmpi_hier_ve
     return worst != MPI_SUCCESS ? worst : local;
 }
 
-int gcmpi_hier_by_chunks_with(gcmpi_coll_ctx *ctx, const gcmpi_hier_vec_ops *ops,
-                              const float *in, float *out, size_t count, gcmpi_ef_slot *ef)
+/* Leader style (uneven nodes, counts past INT_MAX, powersgd; see the top
+ * of the file). The node's reduce and broadcast run on host floats: in
+ * and out themselves, or, where ops stages (device vectors), one host copy
+ * of the vector; the leader's call between nodes runs on out with the
+ * whole slot (its residual is its node sum's), staged there and back. */
+static int hier_leader(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, const gcmpi_hier_vec_ops *ops,
+                       const float *in, float *out, size_t count, gcmpi_ef_slot *ef)
+{
+    gcmpi_call_stats *st = ctx->stats;
+    const int leader = n->node_rank == 0;
+    const size_t bytes = count * sizeof(float);
+
+    /* Staged: a local failure still takes part (on zeros), as in
+     * hier_scatter, and is returned at the end. */
+    int local = MPI_SUCCESS;
+    const float *hin = in;
+    float *hout = out;
+    if (ops->stage) {
+        hout = ops->host_vector(count);
+        if (!hout) return MPI_ERR_NO_MEM;
+        local = ops->stage(hout, in, bytes);
+        if (local != MPI_SUCCESS) memset(hout, 0, bytes);
+        hin = hout;
+    }
+
+    double t0 = PMPI_Wtime();
+    int rc = MPI_SUCCESS;
+    if (n->node_size > 1) {
+        rc = node_reduce(hin, hout, count, leader, n->node);
+        if (!leader) st->bytes_sent += (uint64_t)bytes;
+    } else if (hin != hout) {
+        memcpy(hout, hin, bytes);
+    }
+    st->comm_s += PMPI_Wtime() - t0;
+
+    /* Between nodes: the leaders, on their node sums, in place. */
+    int inner_rc = rc;
+    const int between = rc == MPI_SUCCESS && leader && n->n_nodes > 1;
+    if (between) {
+        if (ops->stage && local == MPI_SUCCESS) local = ops->stage(out, hout, bytes);
+        gcmpi_coll_ctx others = *ctx;
+        others.comm = n->leaders;
+        others.rank = n->node_index;
+        others.size = n->n_nodes;
+        others.cache = NULL;
+        inner_rc = ops->run(&others, between_algo(ctx, n, count), out, out, count, ef);
+        if (ops->stage && local == MPI_SUCCESS && n->node_size > 1)
+            local = ops->stage(hout, out, bytes);
+    }
+
+    if (rc == MPI_SUCCESS && n->node_size > 1) {
+        t0 = PMPI_Wtime();
+        rc = node_bcast(hout, count, n->node);
+        if (rc == MPI_SUCCESS) rc = PMPI_Bcast(&inner_rc, 1, MPI_INT, 0, n->node);
+        if (leader) st->bytes_sent += (uint64_t)bytes + sizeof(int);
+        st->comm_s += PMPI_Wtime() - t0;
+    }
+    /* The leader's out already holds the result it computed there. */
+    if (rc == MPI_SUCCESS && ops->stage && local == MPI_SUCCESS && !between)
+        local = ops->stage(out, hout, bytes);
+    if (rc != MPI_SUCCESS) return rc;
+    return inner_rc != MPI_SUCCESS ? inner_rc : local;
+}
+
+int gcmpi_hier_with(gcmpi_coll_ctx *ctx, const gcmpi_hier_vec_ops *ops, const float *in,
+                    float *out, size_t count, gcmpi_ef_slot *ef)
 {
     gcmpi_nodes *n = NULL;
     int owned = 0;
@@ -329,67 +393,31 @@ int gcmpi_hier_by_chunks_with(gcmpi_coll_ctx *ctx, const gcmpi_hier_vec_ops *ops
     if (by_chunks(ctx->cfg, n, count))
         rc = hier_scatter(ctx, n, ops, in, out, count, ef);
     else
-        rc = MPI_ERR_ARG; /* the caller asked gcmpi_hier_by_chunks first */
+        rc = hier_leader(ctx, n, ops, in, out, count, ef);
     if (owned) gcmpi_nodes_free(n);
     return rc;
 }
 
-int gcmpi_hier_by_chunks(gcmpi_coll_ctx *ctx, size_t count, gcmpi_algo *inner)
+int gcmpi_hier_between(gcmpi_coll_ctx *ctx, size_t count, gcmpi_algo *inner)
 {
     gcmpi_nodes *n = NULL;
     int owned;
     *inner = GCMPI_ALGO_PASS;
     if (!ctx->cache || nodes_of(ctx, &n, &owned) != MPI_SUCCESS) return 0;
-    if (!by_chunks(ctx->cfg, n, count)) return 0;
+    if (n->n_nodes < 2) return 1;
+    if (!by_chunks(ctx->cfg, n, count)) {
+        *inner = between_algo(ctx, n, count); /* the leaders' call */
+        return 1;
+    }
     const size_t len = gcmpi_chunk_len(count, n->node_size, n->node_rank);
-    if (len && n->n_nodes > 1) *inner = between_algo(ctx, n, len);
+    if (len) *inner = between_algo(ctx, n, len);
     return 1;
 }
 
 int gcmpi_allreduce_hier(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t count,
                          gcmpi_ef_slot *ef)
 {
-    gcmpi_call_stats *st = ctx->stats;
-    gcmpi_nodes *n = NULL;
-    int owned = 0;
-    int rc = nodes_of(ctx, &n, &owned);
-    if (rc != MPI_SUCCESS) return rc;
-    if (by_chunks(ctx->cfg, n, count)) {
-        rc = hier_scatter(ctx, n, &host_vectors, in, out, count, ef);
-        if (owned) gcmpi_nodes_free(n);
-        return rc;
-    }
-    const int leader = n->node_rank == 0;
-
-    double t0 = PMPI_Wtime();
-    if (n->node_size > 1) {
-        rc = node_reduce(in, out, count, leader, n->node);
-        if (!leader) st->bytes_sent += (uint64_t)count * sizeof(float);
-    } else if (in != out) {
-        memcpy(out, in, count * sizeof(float));
-    }
-    st->comm_s += PMPI_Wtime() - t0;
-
-    /* Between nodes: the leaders, on their node sums, in place. */
-    int inner_rc = rc;
-    if (rc == MPI_SUCCESS && leader && n->n_nodes > 1) {
-        gcmpi_coll_ctx between = *ctx;
-        between.comm = n->leaders;
-        between.rank = n->node_index;
-        between.size = n->n_nodes;
-        between.cache = NULL;
-        inner_rc = gcmpi_coll_run(&between, between_algo(ctx, n, count), out, out, count, ef);
-    }
-
-    if (rc == MPI_SUCCESS && n->node_size > 1) {
-        t0 = PMPI_Wtime();
-        rc = node_bcast(out, count, n->node);
-        if (rc == MPI_SUCCESS) rc = PMPI_Bcast(&inner_rc, 1, MPI_INT, 0, n->node);
-        if (leader) st->bytes_sent += (uint64_t)count * sizeof(float) + sizeof(int);
-        st->comm_s += PMPI_Wtime() - t0;
-    }
-    if (owned) gcmpi_nodes_free(n);
-    return rc != MPI_SUCCESS ? rc : inner_rc;
+    return gcmpi_hier_with(ctx, &host_vectors, in, out, count, ef);
 }
 
 /* The communicator's node split where a payload all-gather can go node

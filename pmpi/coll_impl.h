@@ -68,27 +68,28 @@ int gcmpi_native_q_usable(const float *q, size_t n);
 /* randk's wire: after the k values, one float per block of this many
  * elements, what the block's inf and NaN inputs sum to (0: none). */
 #define GCMPI_RANDK_MARK_BLOCK 4096
-/* Where hier's vectors live, for its reduce-scatter style (and the one
- * node's window): host vectors (stage NULL) go through the node's phases
- * as they are; device vectors (coll_device.c) are staged into one host
- * vector (host_vector: count floats, page-locked) by stage, a copy in
- * any direction (0 or an MPI error code), and the column's call between
- * nodes runs on the vector's chunk with run (the host's gcmpi_coll_run,
- * or the GPU kernels). */
+/* Where hier's vectors live: host vectors (stage NULL) go through the
+ * node's phases as they are; device vectors (coll_device.c) are staged
+ * into one host vector (host_vector: count floats, page-locked) by stage,
+ * a copy in any direction (0 or an MPI error code), and the call between
+ * nodes (a column's on its chunk, or the leaders' on the node sum) runs
+ * on the vector with run (the host's gcmpi_coll_run, or the GPU
+ * kernels). */
 typedef struct gcmpi_hier_vec_ops {
     int (*stage)(void *dst, const void *src, size_t bytes);
     float *(*host_vector)(size_t count);
     int (*run)(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in, float *out, size_t count,
                gcmpi_ef_slot *ef);
 } gcmpi_hier_vec_ops;
-/* 1 when hier's call of count floats on ctx runs by chunks (reduce-scatter
- * style or one node's window; the communicator's cached split, built here
- * collectively if need be; 0 without a cache), with the algorithm this
- * rank's column runs between nodes in *inner (passthrough: none, one
- * node); and that call with ops. */
-int gcmpi_hier_by_chunks(gcmpi_coll_ctx *ctx, size_t count, gcmpi_algo *inner);
-int gcmpi_hier_by_chunks_with(gcmpi_coll_ctx *ctx, const gcmpi_hier_vec_ops *ops,
-                              const float *in, float *out, size_t count, gcmpi_ef_slot *ef);
+/* 1 when the communicator's node split is known (its cache; built here
+ * collectively if need be; 0 without a cache), with the algorithm run
+ * between nodes for hier's call of count floats in *inner: this rank's
+ * column's (by chunks) or the leaders' (leader style), passthrough where
+ * there is none (one node, an empty chunk). gcmpi_hier_with is that call
+ * with ops, in either style. */
+int gcmpi_hier_between(gcmpi_coll_ctx *ctx, size_t count, gcmpi_algo *inner);
+int gcmpi_hier_with(gcmpi_coll_ctx *ctx, const gcmpi_hier_vec_ops *ops, const float *in,
+                    float *out, size_t count, gcmpi_ef_slot *ef);
 /* 1 when hier runs its reduce-scatter style for count on nodes n. */
 int gcmpi_hier_scatter_style(const gcmpi_config *cfg, const gcmpi_nodes *n, size_t count);
 /* The node's shared memory had no room for a window (on every rank of
