@@ -219,6 +219,21 @@ GCMPI_GPU_API size_t gcmpi_gpu_native_powersgd_out(gcmpi_gpu_ctx *ctx, const flo
                                                    const float *q, size_t n, size_t rank,
                                                    float *out);
 
+/* ---- the sparse_rd algorithm (pmpi/coll_sparse_rd.c, gpu_sparse_rd.cu) ----
+ * Its sets: m entries as units[0..m) indices, ascending, then units[m..2m)
+ * the values' float bits; units is host memory, d and out device memory.
+ * Each waits before it returns. */
+
+/* m = the number of d[i] != 0 (+0 and -0 left out, NaN kept: the host's
+ * test); when m <= cap, units[0..2m) = those entries as a set (else
+ * nothing is written). Returns m or an error; n < 2^32. */
+GCMPI_GPU_API size_t gcmpi_gpu_sparse_rd_set(gcmpi_gpu_ctx *ctx, const float *d, size_t n,
+                                             uint32_t *units, size_t cap);
+/* out = 0, then out[idx] += value for each of the set's m entries (distinct
+ * indices below n). 0 or an error. */
+GCMPI_GPU_API size_t gcmpi_gpu_sparse_rd_out(gcmpi_gpu_ctx *ctx, const uint32_t *units, size_t m,
+                                             size_t n, float *out);
+
 #ifdef __cplusplus
 }
 #endif

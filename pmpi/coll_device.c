@@ -9,11 +9,12 @@
  * The host never reads or writes device memory.
  *
  * The native algorithm (none, int8, randk, powersgd) runs on the device too
- * (coll_device_native.c), and hier: its node phases on a host copy, its
- * call between nodes by the kernels. Where the GPU library has no
- * kernels (a codec it does not support, a zstd stage, DGC momentum inside
- * the encode (GCMPI_EF_MOMENTUM), sparse_rd), the
- * call is compressed on the host instead: the vector and the slot's
+ * (coll_device_native.c), hier (its node phases on a host copy, its call
+ * between nodes by the kernels) and sparse_rd (its sets made and placed by
+ * the kernels, its rounds merging them on the host). Where the GPU library
+ * has no kernels (a codec it does not support, a zstd stage, DGC momentum
+ * inside the encode (GCMPI_EF_MOMENTUM)), the call is compressed on the
+ * host instead: the vector and the slot's
  * device state are copied to page-locked buffers, the host algorithm
  * runs, and output and state are copied back. The statistics count the
  * two kinds apart (device.h). */
@@ -34,7 +35,9 @@ int gcmpi_device_has_kernels(const gcmpi_config *cfg, gcmpi_algo algo)
     const gcmpi_gpu_table *g = gcmpi_device_gpu();
     if (g && algo == GCMPI_ALGO_NATIVE)
         return gcmpi_device_native_supports(cfg->codec) && !gcmpi_coll_momentum_on(cfg);
-    return g && (algo == GCMPI_ALGO_ALLGATHER || algo == GCMPI_ALGO_RSAG) &&
+    return g &&
+           (algo == GCMPI_ALGO_ALLGATHER || algo == GCMPI_ALGO_RSAG ||
+            algo == GCMPI_ALGO_SPARSE_RD) &&
            g->supports(cfg->codec) && cfg->params.zstd_level == 0 &&
            !gcmpi_coll_momentum_on(cfg) &&
            /* topkq's kernels run at the fixed width; the variance layer's
@@ -245,6 +248,53 @@ static int allreduce_rsag(gcmpi_coll_ctx *ctx, const float *in, float *out, size
     return gcmpi_coll_mpi_error(gc_error_code(d));
 }
 
+/* ---- sparse_rd (coll_sparse_rd.c's rounds, on host sets): this rank's set
+ * made on the device from the decode of its payload, so only its entries
+ * cross to the host (its n floats where it is dense), and the summed set
+ * placed into the device output ------------------------------------------- */
+
+static size_t sparse_encode(gcmpi_coll_ctx *ctx, const float *in, gcmpi_ef_slot *ef, size_t n,
+                            void *dst, size_t cap)
+{
+    return dev_encode(ctx, in, ef ? ef->residual : NULL, n,
+                      gcmpi_coll_seed(ctx, GCMPI_STAGE_LOCAL, 0), dst, cap);
+}
+
+static int sparse_local_set(gcmpi_coll_ctx *ctx, const void *payload, size_t len, float *out,
+                            size_t n, uint32_t *units, int64_t *m)
+{
+    (void)ctx;
+    gcmpi_gpu_ctx *gc;
+    const gcmpi_gpu_table *gpu = gpu_of(&gc);
+    if (!gpu) return GC_ERR_GENERIC;
+    size_t r = gpu->zero(gc, out, n * sizeof(float));
+    if (!gc_is_error(r)) r = gpu->decode_add(gc, payload, len, out, n);
+    if (!gc_is_error(r)) r = gpu->sparse_rd_set(gc, out, n, units, n / 2);
+    if (!gc_is_error(r) && 2 * r > n) {
+        *m = GCMPI_SET_DENSE;
+        r = gpu->copy(gc, units, out, n * sizeof(float));
+    } else if (!gc_is_error(r)) {
+        *m = (int64_t)r;
+    }
+    return gc_is_error(r) ? (int)gc_error_code(r) : 0;
+}
+
+static int sparse_place(const uint32_t *units, int64_t m, float *out, size_t n)
+{
+    gcmpi_gpu_ctx *gc;
+    const gcmpi_gpu_table *gpu = gpu_of(&gc);
+    if (!gpu) return GC_ERR_GENERIC;
+    const size_t r = m == GCMPI_SET_DENSE ? gpu->copy(gc, out, units, n * sizeof(float))
+                                          : gpu->sparse_rd_out(gc, units, (size_t)m, n, out);
+    return gc_is_error(r) ? (int)gc_error_code(r) : 0;
+}
+
+static const gcmpi_sparse_rd_ops device_sets = {
+    .encode = sparse_encode,
+    .local_set = sparse_local_set,
+    .place = sparse_place,
+};
+
 /* ---- host fallback: the host algorithm on page-locked copies ------------- */
 
 /* The slot's device floats: residual, server, state, GCMPI_MOMENTUM's u and m. */
@@ -399,8 +449,8 @@ static int hier_has_kernels(gcmpi_coll_ctx *ctx, size_t count)
                                         gcmpi_device_has_kernels(ctx->cfg, inner));
 }
 
-/* The kernels' collective (allgather, rsag, native or hier) on device buffers;
- * finite: the caller knows in holds no inf or NaN. The encode kernels
+/* The kernels' collective (allgather, rsag, sparse_rd, native or hier) on
+ * device buffers; finite: the caller knows in holds no inf or NaN. The encode kernels
  * send such a gradient without touching the residual (gcmpi_gpu_encode);
  * native's levels are made after the residual is added, so, as
  * gcmpi_coll_run does on the host, a gradient with inf or NaN goes
@@ -410,6 +460,8 @@ static int run_kernels_as(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in,
 {
     if (algo == GCMPI_ALGO_HIER)
         return gcmpi_hier_with(ctx, &device_vectors, in, out, count, ef);
+    if (algo == GCMPI_ALGO_SPARSE_RD)
+        return gcmpi_allreduce_sparse_rd_with(ctx, &device_sets, in, out, count, ef);
     if (algo != GCMPI_ALGO_NATIVE)
         return algo == GCMPI_ALGO_ALLGATHER ? allreduce_allgather(ctx, in, out, count, ef)
                                             : allreduce_rsag(ctx, in, out, count, ef);

@@ -128,6 +128,27 @@ int gcmpi_coll_gather_by_node(gcmpi_coll_ctx *ctx, gcmpi_algo way);
 int gcmpi_coll_can_gather_by_node(gcmpi_coll_ctx *ctx, int *rc);
 int gcmpi_allreduce_sparse_rd(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t count,
                               gcmpi_ef_slot *ef);
+/* sparse_rd's steps on the vectors' side (the rounds between them merge
+ * host sets): host vectors (coll_sparse_rd.c's) or device vectors
+ * (coll_device.c). A set of m entries is units[0..m) indices, ascending,
+ * then units[m..2m) the values' float bits; GCMPI_SET_DENSE: units holds
+ * the n floats. */
+#define GCMPI_SET_DENSE (-1)
+typedef struct gcmpi_sparse_rd_ops {
+    /* in encoded with the slot's residual into dst (cap bytes): the
+     * payload's length or a gc error */
+    size_t (*encode)(gcmpi_coll_ctx *ctx, const float *in, gcmpi_ef_slot *ef, size_t n,
+                     void *dst, size_t cap);
+    /* out (n floats, used as scratch) = the decode of payload; units and
+     * *m = its non-zero entries (dense where more than n/2); 0 or a gc
+     * error code */
+    int (*local_set)(gcmpi_coll_ctx *ctx, const void *payload, size_t len, float *out, size_t n,
+                     uint32_t *units, int64_t *m);
+    /* out[0..n) = the set; 0 or a gc error code */
+    int (*place)(const uint32_t *units, int64_t m, float *out, size_t n);
+} gcmpi_sparse_rd_ops;
+int gcmpi_allreduce_sparse_rd_with(gcmpi_coll_ctx *ctx, const gcmpi_sparse_rd_ops *ops,
+                                   const float *in, float *out, size_t count, gcmpi_ef_slot *ef);
 
 /* Runs algo (not auto) on ctx without the statistics reset of
  * gcmpi_allreduce_compressed (hier's call between nodes uses it): refuses

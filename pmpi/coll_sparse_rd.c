@@ -27,7 +27,7 @@
 
 #include <stdint.h>
 
-#define DENSE (-1)
+#define DENSE GCMPI_SET_DENSE
 
 typedef struct set {
     uint32_t *u;   /* units: idx[0..m) then val bits[0..m), or n floats */
@@ -176,8 +176,48 @@ static int64_t merge_err(int64_t a, int64_t b)
     return a < b ? a : b;
 }
 
+/* ---- host vectors ---------------------------------------------------------- */
+
+static size_t host_encode(gcmpi_coll_ctx *ctx, const float *in, gcmpi_ef_slot *ef, size_t n,
+                          void *dst, size_t cap)
+{
+    return gcmpi_coll_encode(ctx, in, ef ? ef->residual : NULL, ef ? ef->state : NULL, n,
+                             gcmpi_coll_seed(ctx, GCMPI_STAGE_LOCAL, 0), dst, cap);
+}
+
+static int host_local_set(gcmpi_coll_ctx *ctx, const void *payload, size_t len, float *out,
+                          size_t n, uint32_t *units, int64_t *m)
+{
+    memset(out, 0, n * sizeof(float));
+    size_t d = gc_decode_add_as(ctx->cfg->codec, payload, len, out, n, ctx->ws);
+    if (gc_is_error(d)) return (int)gc_error_code(d);
+    set s = {units, 0};
+    set_from_dense(out, n, &s);
+    *m = s.m;
+    return 0;
+}
+
+static int host_place(const uint32_t *units, int64_t m, float *out, size_t n)
+{
+    const set s = {(uint32_t *)units, m};
+    set_to_dense(&s, out, n);
+    return 0;
+}
+
+static const gcmpi_sparse_rd_ops host_vectors = {
+    .encode = host_encode,
+    .local_set = host_local_set,
+    .place = host_place,
+};
+
 int gcmpi_allreduce_sparse_rd(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t count,
                               gcmpi_ef_slot *ef)
+{
+    return gcmpi_allreduce_sparse_rd_with(ctx, &host_vectors, in, out, count, ef);
+}
+
+int gcmpi_allreduce_sparse_rd_with(gcmpi_coll_ctx *ctx, const gcmpi_sparse_rd_ops *ops,
+                                   const float *in, float *out, size_t count, gcmpi_ef_slot *ef)
 {
     const gcmpi_config *cfg = ctx->cfg;
     gcmpi_call_stats *st = ctx->stats;
@@ -187,27 +227,22 @@ int gcmpi_allreduce_sparse_rd(gcmpi_coll_ctx *ctx, const float *in, float *out, 
     const size_t bound = gc_bound(cfg->codec, n, &cfg->params);
     if (gc_is_error(bound)) return gcmpi_coll_mpi_error(gc_error_code(bound));
 
-    /* Encode (the residual is consumed), decode this rank's payload. */
-    uint8_t *payload = gcmpi_scratch_get(ctx->scratch, GCMPI_SCR_SEND, bound);
+    /* Encode (the residual is consumed), decode this rank's payload (in
+     * a slot of its own: the sets' slots are written as it is read). */
+    uint8_t *payload = gcmpi_scratch_get(ctx->scratch, GCMPI_SCR_AUX, bound);
     if (!payload) return MPI_ERR_NO_MEM;
     double t0 = PMPI_Wtime();
-    size_t len = gcmpi_coll_encode(ctx, in, ef ? ef->residual : NULL, ef ? ef->state : NULL, n,
-                                   gcmpi_coll_seed(ctx, GCMPI_STAGE_LOCAL, 0), payload, bound);
+    size_t len = ops->encode(ctx, in, ef, n, payload, bound);
     st->encode_s += PMPI_Wtime() - t0;
     int64_t err = gc_is_error(len) ? (int64_t)gc_error_code(len) : 0;
-    t0 = PMPI_Wtime();
-    if (!err) {
-        memset(out, 0, n * sizeof(float));
-        size_t d = gc_decode_add_as(cfg->codec, payload, len, out, n, ctx->ws);
-        if (gc_is_error(d)) err = (int64_t)gc_error_code(d);
-    }
 
     const size_t bytes = n * sizeof(float);
     set a = {gcmpi_scratch_get(ctx->scratch, GCMPI_SCR_SEND, bytes), 0};
     set b = {gcmpi_scratch_get(ctx->scratch, GCMPI_SCR_RECV, bytes), 0};
     set c = {gcmpi_scratch_get(ctx->scratch, GCMPI_SCR_CHUNK, bytes), 0};
     if (!a.u || !b.u || !c.u) return MPI_ERR_NO_MEM;
-    if (!err) set_from_dense(out, n, &a);
+    t0 = PMPI_Wtime();
+    if (!err) err = ops->local_set(ctx, payload, len, out, n, a.u, &a.m);
     st->decode_s += PMPI_Wtime() - t0;
 
     int p2 = 1;
@@ -258,7 +293,7 @@ int gcmpi_allreduce_sparse_rd(gcmpi_coll_ctx *ctx, const float *in, float *out, 
     if (rc != MPI_SUCCESS) return rc;
     if (err) return gcmpi_coll_mpi_error((gc_error)err);
     t0 = PMPI_Wtime();
-    set_to_dense(mine, out, n);
+    err = ops->place(mine->u, mine->m, out, n);
     st->decode_s += PMPI_Wtime() - t0;
-    return MPI_SUCCESS;
+    return err ? gcmpi_coll_mpi_error((gc_error)err) : MPI_SUCCESS;
 }

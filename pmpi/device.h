@@ -57,6 +57,10 @@ typedef struct gcmpi_gpu_table {
                                 const float *p, float *q, float *r_sub);
     size_t (*native_powersgd_out)(gcmpi_gpu_ctx *ctx, const float *p, const float *q, size_t n,
                                   size_t rank, float *out);
+    size_t (*sparse_rd_set)(gcmpi_gpu_ctx *ctx, const float *d, size_t n, uint32_t *units,
+                            size_t cap);
+    size_t (*sparse_rd_out)(gcmpi_gpu_ctx *ctx, const uint32_t *units, size_t m, size_t n,
+                            float *out);
 } gcmpi_gpu_table;
 
 /* What the device path did in this process (summed over ranks in the

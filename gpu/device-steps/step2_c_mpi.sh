@@ -6,7 +6,8 @@
 # powersgd and randk by native, sign) and on the host
 # (topk), byte-equal to the same calls on host buffers, GCMPI_MOMENTUM
 # included (u and m on the device; one rank's buffer moved; a call with
-# odd ranks on host buffers); hier at 4 ranks in emulated nodes of 2; int,
+# odd ranks on host buffers); hier at 4 ranks in emulated nodes of 2 and
+# its leader style at 3; sparse_rd at 4; int,
 # double, MAX and small calls staged, exact; auto's trial on a 64 MiB
 # device gradient (topk, int8) and of an MPI_Allgather (int8). Writes
 # $OUT/step2-*.log and
@@ -15,11 +16,12 @@
 prog=$BUILD/tests/gpu/device/mpi_device
 status=0
 one() { # label bound codec algo [VAR=value ...]; CHECK=seeded: byte-equal to
-        # host buffers on twin communicators only (codecs that draw from the seed)
+        # host buffers on twin communicators only (codecs that draw from the
+        # seed); RATIO: GCMPI_RATIO (0.25)
     label=$1 bound=$2 codec=$3 algo=$4
     shift 4
     log=$OUT/step2-$label.log
-    if run2 "$log" GCMPI_GPU_LIB="$LIBGPU" GCMPI_CODEC="$codec" GCMPI_ALGO="$algo" GCMPI_RATIO=0.25 \
+    if run2 "$log" GCMPI_GPU_LIB="$LIBGPU" GCMPI_CODEC="$codec" GCMPI_ALGO="$algo" GCMPI_RATIO="${RATIO:-0.25}" \
         GCMPI_STATS="$OUT/step2-$label.json" "$@" -- "$prog" "$label" "$bound" "${CHECK:-same}"; then
         summary step2 PASS "$label: $(grep -h 'all checks passed' "$log" | head -n1)"
     else
@@ -35,7 +37,7 @@ one none-allgather 0 none allgather
 one none-rsag 0 none rsag
 one none-native 0 none native
 one staged 0 none auto
-one fp16 0.002 fp16 auto
+one fp16 0.002 fp16 rsag
 one int8 0.05 int8 rsag
 one int8-native 0.05 int8 native
 CHECK=seeded
@@ -53,6 +55,17 @@ NP=4
 one hier-int8 0.05 int8 hier GCMPI_NODE_SIZE=2
 one hier-topk 2 topk hier GCMPI_NODE_SIZE=2
 one hier-momentum-topk 10 topk hier GCMPI_NODE_SIZE=2 GCMPI_MOMENTUM=0.9
+# sparse_rd: sets made and placed by the kernels, merged on the host
+# (0.25: dense in the last round; 0.02 without warm-up: sparse throughout).
+one sparse_rd-topk 2 topk sparse_rd
+RATIO=0.02
+one sparse_rd-topk-0.02 2 topk sparse_rd GCMPI_WARMUP=0
+RATIO=0.25
+# hier's leader style: 3 ranks in nodes of 2 and 1, the leaders' call by
+# the kernels with the whole device residual.
+NP=3
+one hier-leader-int8 0.05 int8 hier GCMPI_NODE_SIZE=2
+one hier-leader-topk 2 topk hier GCMPI_NODE_SIZE=2
 NP=2
 # What a run's report says auto chose, for its summary line.
 auto_choices() { # json
