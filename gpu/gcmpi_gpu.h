@@ -151,6 +151,20 @@ GCMPI_GPU_API size_t gcmpi_gpu_momentum_accumulate(gcmpi_gpu_ctx *ctx, float *u,
 GCMPI_GPU_API size_t gcmpi_gpu_momentum_unfold(gcmpi_gpu_ctx *ctx, float *s, float *m, size_t n,
                                                float beta);
 
+/* ---- DGC's momentum correction (GCMPI_EF_MOMENTUM, gpu_momentum.cu) ----
+ * gc_encode_momentum on device vectors, byte for byte: u = m u + g, the
+ * fused error-feedback encode of v + u, u cleared where sent; an overflow
+ * step (inf or NaN in g) is sent flagged and leaves u and v alone. */
+
+/* 1 for the codecs gcmpi_gpu_encode_momentum takes: topk and dgc. */
+GCMPI_GPU_API int gcmpi_gpu_encode_momentum_supports(const gc_codec *c);
+/* g, u, v: device memory; dst as gcmpi_gpu_encode. Payload bytes or an
+ * error (GC_ERR_UNSUPPORTED for another codec). */
+GCMPI_GPU_API size_t gcmpi_gpu_encode_momentum(gcmpi_gpu_ctx *ctx, const gc_codec *c,
+                                               const float *g, float *u, float *v, size_t n,
+                                               float momentum, const gc_params *p,
+                                               uint64_t seed, void *dst, size_t cap);
+
 /* ---- the native algorithm's int8 (pmpi/coll_native.c, gpu_native.cu) ----
  * Integer levels the MPI library sums itself: per bucket the maxima agreed
  * by MPI_MAX, levels in [-L, L] summed by MPI_SUM, bit for bit the host

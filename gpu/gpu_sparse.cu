@@ -280,3 +280,23 @@ size_t gpu_sparse_decode_add(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body
         didx, k, dbody + vals_off, acc);
     return sync_status(ctx);
 }
+
+__global__ void k_sparse_zero(const uint32_t *idx, size_t k, float *x)
+{
+    GRID_STRIDE(j, k) x[idx[j]] = 0.0f;
+}
+
+size_t gpu_sparse_zero_sent(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, size_t len,
+                            float *x, size_t n)
+{
+    size_t k = 0, vals_off = 0;
+    size_t r = gcmpi_gpu_host_sparse_open(body, len, n, &k, &vals_off);
+    if (gc_is_error(r) || k == 0) return r;
+    const uint8_t *dbody = body_to_device(ctx, s, body, len);
+    if (!dbody) return GC_ERR(ALLOC);
+    uint32_t *didx = NULL;
+    r = gpu_sparse_indices(ctx, s, body, len, n, dbody, &k, &didx);
+    if (gc_is_error(r)) return r;
+    k_sparse_zero<<<blocks_for(k, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(didx, k, x);
+    return sync_status(ctx);
+}

@@ -34,6 +34,12 @@ size_t gpu_sparse_body_write(gcmpi_gpu_ctx *ctx, scratch *s, const uint32_t *idx
 size_t gpu_sparse_decode_add(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, size_t len,
                              float *acc, size_t n);
 
+/* x[i] = 0 at every index the sparse body sends (gc_sparse_body_apply's
+ * GC_SPARSE_ZERO: DGC's momentum factor masking), the body's bytes on
+ * the host, validated as decode_add does. Waits; 0 or an error. */
+size_t gpu_sparse_zero_sent(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, size_t len,
+                            float *x, size_t n);
+
 /* The index section at body (host bytes of len; dbody the same bytes on
  * the device), as gc_sparse_index_open and gc_sparse_index_decode refuse
  * and decode it: *k and *didx (k indices on the device, from s), delta

@@ -13,8 +13,8 @@
  * between nodes by the kernels) and sparse_rd (its sets made and placed by
  * the kernels, its rounds merging them on the host). Where the GPU library
  * has no kernels (a codec it does not support, a zstd stage, DGC momentum
- * inside the encode (GCMPI_EF_MOMENTUM)), the call is compressed on the
- * host instead: the vector and the slot's
+ * inside the encode (GCMPI_EF_MOMENTUM) of a codec other than topk and
+ * dgc), the call is compressed on the host instead: the vector and the slot's
  * device state are copied to page-locked buffers, the host algorithm
  * runs, and output and state are copied back. The statistics count the
  * two kinds apart (device.h). */
@@ -39,20 +39,26 @@ int gcmpi_device_has_kernels(const gcmpi_config *cfg, gcmpi_algo algo)
            (algo == GCMPI_ALGO_ALLGATHER || algo == GCMPI_ALGO_RSAG ||
             algo == GCMPI_ALGO_SPARSE_RD) &&
            g->supports(cfg->codec) && cfg->params.zstd_level == 0 &&
-           !gcmpi_coll_momentum_on(cfg) &&
+           (!gcmpi_coll_momentum_on(cfg) || g->encode_momentum_supports(cfg->codec)) &&
            /* topkq's kernels run at the fixed width; the variance layer's
             * per-bucket widths are the host encoder's */
            !(cfg->adapt.method == GC_ADAPT_VARIANCE && strcmp(gc_codec_name(cfg->codec), "topkq") == 0);
 }
 
-/* Encode g[0..n) (device) with residual r (device or NULL) into dst (host). */
-static size_t dev_encode(gcmpi_coll_ctx *ctx, const float *g, float *r, size_t n,
+/* Encode g[0..n) (device) with residual r (device or NULL) into dst
+ * (host); with r and u (device) under GCMPI_EF_MOMENTUM, DGC's momentum
+ * correction with u (gcmpi_coll_encode's choice, on the GPU). */
+static size_t dev_encode(gcmpi_coll_ctx *ctx, const float *g, float *r, float *u, size_t n,
                          uint64_t seed, void *dst, size_t cap)
 {
+    const gcmpi_config *cfg = ctx->cfg;
     gcmpi_gpu_ctx *gc;
     const gcmpi_gpu_table *gpu = gpu_of(&gc);
     if (!gpu) return GCMPI_GC_ERROR(GC_ERR_GENERIC);
-    return gpu->encode(gc, ctx->cfg->codec, g, r, n, &ctx->cfg->params, seed, dst, cap);
+    if (r && u && gcmpi_coll_momentum_on(cfg))
+        return gpu->encode_momentum(gc, cfg->codec, g, u, r, n, gcmpi_coll_momentum(cfg),
+                                    &cfg->params, seed, dst, cap);
+    return gpu->encode(gc, cfg->codec, g, r, n, &cfg->params, seed, dst, cap);
 }
 
 /* acc[0..n) (device) = 0, then += each of the k payloads in order. */
@@ -92,7 +98,7 @@ static int encode_and_gather(gcmpi_coll_ctx *ctx, const float *in, size_t count,
     size_t len = GCMPI_GC_ERROR(GC_ERR_ALLOC);
     double t0 = PMPI_Wtime();
     if (send)
-        len = dev_encode(ctx, in, ef ? ef->residual : NULL, count,
+        len = dev_encode(ctx, in, ef ? ef->residual : NULL, ef ? ef->state : NULL, count,
                          gcmpi_coll_seed(ctx, GCMPI_STAGE_LOCAL, 0), send, bound);
     ctx->stats->encode_s += PMPI_Wtime() - t0;
     /* A failed allocation still takes part, sending its error as its size. */
@@ -150,14 +156,14 @@ static int allreduce_rsag(gcmpi_coll_ctx *ctx, const float *in, float *out, size
 
     /* ---- reduce-scatter ---- */
     double t0 = PMPI_Wtime();
-    float *res = ef ? ef->residual : NULL;
+    float *res = ef ? ef->residual : NULL, *mom = ef ? ef->state : NULL;
     size_t at = 0, err = 0;
     for (int j = 0; j < p && !err; j++) {
         const size_t lo = gcmpi_chunk_start(count, p, j), n = gcmpi_chunk_len(count, p, j);
         const size_t cap = chunk_bound(cfg, n);
         size_t len = 0;
         if (n) {
-            len = dev_encode(ctx, in + lo, res ? res + lo : NULL, n,
+            len = dev_encode(ctx, in + lo, res ? res + lo : NULL, mom ? mom + lo : NULL, n,
                              gcmpi_coll_seed(ctx, GCMPI_STAGE_LOCAL, (size_t)j),
                              send + at * unit, cap);
             if (gc_is_error(len)) {
@@ -225,7 +231,7 @@ static int allreduce_rsag(gcmpi_coll_ctx *ctx, const float *in, float *out, size
     size_t len = local_err;
     if (!local_err && my_n) {
         t0 = PMPI_Wtime();
-        len = dev_encode(ctx, red, ef ? ef->server : NULL, my_n,
+        len = dev_encode(ctx, red, ef ? ef->server : NULL, NULL, my_n,
                          gcmpi_coll_seed(ctx, GCMPI_STAGE_SERVER, (size_t)me), send, my_bound);
         st->encode_s += PMPI_Wtime() - t0;
     }
@@ -256,7 +262,7 @@ static int allreduce_rsag(gcmpi_coll_ctx *ctx, const float *in, float *out, size
 static size_t sparse_encode(gcmpi_coll_ctx *ctx, const float *in, gcmpi_ef_slot *ef, size_t n,
                             void *dst, size_t cap)
 {
-    return dev_encode(ctx, in, ef ? ef->residual : NULL, n,
+    return dev_encode(ctx, in, ef ? ef->residual : NULL, ef ? ef->state : NULL, n,
                       gcmpi_coll_seed(ctx, GCMPI_STAGE_LOCAL, 0), dst, cap);
 }
 
@@ -450,11 +456,14 @@ static int hier_has_kernels(gcmpi_coll_ctx *ctx, size_t count)
 }
 
 /* The kernels' collective (allgather, rsag, sparse_rd, native or hier) on
- * device buffers; finite: the caller knows in holds no inf or NaN. The encode kernels
- * send such a gradient without touching the residual (gcmpi_gpu_encode);
- * native's levels are made after the residual is added, so, as
- * gcmpi_coll_run does on the host, a gradient with inf or NaN goes
- * without its residual. */
+ * device buffers; finite: the caller knows in holds no inf or NaN. An
+ * encode of the whole vector (allgather, sparse_rd) sends such a gradient
+ * without touching the residual (gcmpi_gpu_encode's own check); rsag
+ * encodes it chunk by chunk, where a chunk's check would spare only its
+ * own slice, and native makes its levels after the residual is added: for
+ * those two, as gcmpi_coll_run does on the host, one check of the whole
+ * vector first, and a gradient with inf or NaN goes without its residual
+ * (its finite chunks included). */
 static int run_kernels_as(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in, float *out,
                           size_t count, gcmpi_ef_slot *ef, int finite)
 {
@@ -462,9 +471,7 @@ static int run_kernels_as(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in,
         return gcmpi_hier_with(ctx, &device_vectors, in, out, count, ef);
     if (algo == GCMPI_ALGO_SPARSE_RD)
         return gcmpi_allreduce_sparse_rd_with(ctx, &device_sets, in, out, count, ef);
-    if (algo != GCMPI_ALGO_NATIVE)
-        return algo == GCMPI_ALGO_ALLGATHER ? allreduce_allgather(ctx, in, out, count, ef)
-                                            : allreduce_rsag(ctx, in, out, count, ef);
+    if (algo == GCMPI_ALGO_ALLGATHER) return allreduce_allgather(ctx, in, out, count, ef);
     gcmpi_ef_slot bare;
     int local = MPI_SUCCESS;
     if (!finite) {
@@ -472,11 +479,12 @@ static int run_kernels_as(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in,
         int yes = 0;
         local = dev_finite(in, count, &yes);
         ctx->stats->encode_s += PMPI_Wtime() - t0;
-        if (local == MPI_SUCCESS && !yes) ctx->stats->nonfinite_in = 1; /* randk's marks */
+        if (local == MPI_SUCCESS && !yes) ctx->stats->nonfinite_in = 1;
         /* A failed check still takes part, leaving the residual alone. */
         if (local != MPI_SUCCESS || !yes) ef = gcmpi_ef_without_state(ef, &bare);
     }
-    const int rc = gcmpi_device_allreduce_native(ctx, in, out, count, ef);
+    const int rc = algo == GCMPI_ALGO_NATIVE ? gcmpi_device_allreduce_native(ctx, in, out, count, ef)
+                                             : allreduce_rsag(ctx, in, out, count, ef);
     return local != MPI_SUCCESS ? local : rc;
 }
 

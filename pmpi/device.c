@@ -145,6 +145,8 @@ static int load_gpu(void)
     RESOLVE(native_powersgd_p, "gcmpi_gpu_native_powersgd_p");
     RESOLVE(native_powersgd_q, "gcmpi_gpu_native_powersgd_q");
     RESOLVE(native_powersgd_out, "gcmpi_gpu_native_powersgd_out");
+    RESOLVE(encode_momentum_supports, "gcmpi_gpu_encode_momentum_supports");
+    RESOLVE(encode_momentum, "gcmpi_gpu_encode_momentum");
     RESOLVE(sparse_rd_set, "gcmpi_gpu_sparse_rd_set");
     RESOLVE(sparse_rd_out, "gcmpi_gpu_sparse_rd_out");
     return 0;

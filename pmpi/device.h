@@ -57,6 +57,10 @@ typedef struct gcmpi_gpu_table {
                                 const float *p, float *q, float *r_sub);
     size_t (*native_powersgd_out)(gcmpi_gpu_ctx *ctx, const float *p, const float *q, size_t n,
                                   size_t rank, float *out);
+    int (*encode_momentum_supports)(const gc_codec *c);
+    size_t (*encode_momentum)(gcmpi_gpu_ctx *ctx, const gc_codec *c, const float *g, float *u,
+                              float *v, size_t n, float momentum, const gc_params *p,
+                              uint64_t seed, void *dst, size_t cap);
     size_t (*sparse_rd_set)(gcmpi_gpu_ctx *ctx, const float *d, size_t n, uint32_t *units,
                             size_t cap);
     size_t (*sparse_rd_out)(gcmpi_gpu_ctx *ctx, const uint32_t *units, size_t m, size_t n,

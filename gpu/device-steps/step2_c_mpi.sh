@@ -49,6 +49,11 @@ one topk 2 topk allgather
 one momentum-topk 10 topk allgather GCMPI_MOMENTUM=0.9
 one momentum-int8 10 int8 rsag GCMPI_MOMENTUM=0.9
 one momentum-int8-native 10 int8 native GCMPI_MOMENTUM=0.9
+# DGC's momentum correction inside the encode (gcmpi_gpu_encode_momentum)
+one efmomentum-topk 10 topk rsag GCMPI_EF_MOMENTUM=0.9 GCMPI_WARMUP=0
+CHECK=seeded
+one efmomentum-dgc 10 dgc allgather GCMPI_EF_MOMENTUM=0.9 GCMPI_WARMUP=0
+CHECK=same
 # hier on 4 ranks sharing the GPU, 2 emulated nodes of 2: node phases on a
 # host copy, each column's call by the kernels, byte-equal to host buffers.
 NP=4

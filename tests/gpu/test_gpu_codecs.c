@@ -13,7 +13,8 @@
  * infinities, -0, subnormals and values past the fp16 range (its residuals
  * and sums compare NaNs as equal; see first_diff_f). Also: every codec is
  * supported, the zstd stage gives GC_ERR_UNSUPPORTED, corrupt bodies give
- * the CPU's error.
+ * the CPU's error, and DGC's momentum encode (topk, dgc) keeps the CPU's
+ * payload, u and v over four calls, an overflow step among them.
  *
  * Plain C, no Criterion (the GPU machine has none). Exit 77 (meson: skipped)
  * without a CUDA device. */
@@ -402,6 +403,75 @@ static void test_errors(void)
 }
 
 /* name is an item of the comma-separated list */
+/* DGC's momentum correction (gcmpi_gpu_encode_momentum against
+ * gc_encode_momentum): four calls on one u and v, the third an overflow
+ * step (u and v must stay as they are), payload, u and v equal to the
+ * CPU's byte for byte after each; other codecs are refused. */
+static int momentum_case(const char *name, size_t n, int dst_dev, int mode)
+{
+    const gc_codec *c = gc_codec_by_name(name);
+    gc_params p;
+    gc_params_default(&p);
+    p.ratio = 0.05;
+    const size_t cap = gc_bound(c, n, &p), bytes = n * sizeof(float);
+    float *g = malloc(bytes + 4), *u = calloc(n + 1, 4), *v = calloc(n + 1, 4);
+    float *gu = malloc(bytes + 4), *gv = malloc(bytes + 4);
+    uint8_t *want = malloc(cap), *got = malloc(cap);
+    float *du = dev_from(u, bytes), *dv = dev_from(v, bytes), *dg = dev_from(u, bytes);
+    uint8_t *ddst = dst_dev ? dev_from(want, cap) : NULL;
+    for (int call = 0; call < 4; call++) {
+        fill(g, n, mode);
+        if (call == 2 && n > 7) g[7] = INFINITY;
+        if (bytes && gc_is_error(gcmpi_gpu_copy(ctx, dg, g, bytes))) exit(1);
+        const uint64_t seed = 7 + (uint64_t)call;
+        const size_t lw = gc_encode_momentum(c, g, u, v, n, 0.9f, &p, seed, want, cap, NULL);
+        const size_t lg = gcmpi_gpu_encode_momentum(ctx, c, dg, du, dv, n, 0.9f, &p, seed,
+                                                    ddst ? (void *)ddst : got, cap);
+        if (ddst && !gc_is_error(lg)) to_host(got, ddst, lg);
+        to_host(gu, du, bytes);
+        to_host(gv, dv, bytes);
+        CHECK(lw == lg && !gc_is_error(lg), "momentum %s n=%zu call %d: length %zu, CPU %zu",
+              name, n, call, lg, lw);
+        if (lw == lg && !gc_is_error(lg))
+            CHECK(first_diff(want, got, lw) == lw, "momentum %s n=%zu call %d: payload differs",
+                  name, n, call);
+        CHECK(first_diff_f(u, gu, n, 0) == n, "momentum %s n=%zu call %d: u differs at %zu", name,
+              n, call, first_diff_f(u, gu, n, 0));
+        CHECK(first_diff_f(v, gv, n, 0) == n, "momentum %s n=%zu call %d: v differs at %zu", name,
+              n, call, first_diff_f(v, gv, n, 0));
+    }
+    gcmpi_gpu_dealloc(ctx, du);
+    gcmpi_gpu_dealloc(ctx, dv);
+    gcmpi_gpu_dealloc(ctx, dg);
+    if (ddst) gcmpi_gpu_dealloc(ctx, ddst);
+    free(g), free(u), free(v), free(gu), free(gv), free(want), free(got);
+    return 4;
+}
+
+static int test_encode_momentum(size_t max_n)
+{
+    static const size_t sizes[] = {1000, 4099, (1u << 20) + 3};
+    int cases = 0;
+    for (int ci = 0; ci < 2; ci++) {
+        const char *name = ci ? "dgc" : "topk";
+        CHECK(gcmpi_gpu_encode_momentum_supports(gc_codec_by_name(name)),
+              "%s: momentum encode not supported", name);
+        for (size_t si = 0; si < sizeof sizes / sizeof *sizes && sizes[si] <= max_n; si++) {
+            cases += momentum_case(name, sizes[si], (int)(si & 1), FILL_RANDOM);
+            cases += momentum_case(name, sizes[si], (int)(~si & 1), FILL_TIES);
+        }
+    }
+    const gc_codec *randk = gc_codec_by_name("randk");
+    float x = 1.0f;
+    uint8_t buf[256];
+    CHECK(!gcmpi_gpu_encode_momentum_supports(randk), "randk: momentum encode supported");
+    const size_t r = gcmpi_gpu_encode_momentum(ctx, randk, &x, &x, &x, 1, 0.9f, NULL, 0, buf,
+                                               sizeof buf);
+    CHECK(gc_is_error(r) && gc_error_code(r) == GC_ERR_UNSUPPORTED,
+          "randk momentum encode: expected GC_ERR_UNSUPPORTED");
+    return cases;
+}
+
 static int listed(const char *list, const char *name)
 {
     const size_t len = strlen(name);
@@ -484,6 +554,7 @@ int main(void)
             cases += 3;
         }
     }
+    if (!only || listed(only, "topk") || listed(only, "dgc")) cases += test_encode_momentum(max_n);
     test_errors();
     gcmpi_gpu_destroy(ctx);
     if (failures) {
