@@ -207,6 +207,17 @@ static inline void queue_copy(gcmpi_gpu_ctx *ctx, void *dst, const void *src, si
     }
 }
 
+/* bytes of device memory at p zeroed, queued, unless *r already holds an
+ * error; a failure to queue sets *r. */
+static inline void queue_zero(gcmpi_gpu_ctx *ctx, void *p, size_t bytes, size_t *r)
+{
+    if (gc_is_error(*r) || bytes == 0) return;
+    if (cudaMemsetAsync(p, 0, bytes, ctx->stream) != cudaSuccess) {
+        (void)cudaGetLastError();
+        *r = GC_ERR(GENERIC);
+    }
+}
+
 /* The end of a call: its scratch released (stream-ordered) and the stream
  * waited for; e, or the stream's failure. */
 static inline size_t release_and_wait(gcmpi_gpu_ctx *ctx, scratch *s, size_t e)

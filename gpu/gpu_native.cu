@@ -276,10 +276,7 @@ extern "C" size_t gcmpi_gpu_native_randk_out(gcmpi_gpu_ctx *ctx, const uint32_t 
     scratch s;
     memset(&s, 0, sizeof s);
     size_t e = 0;
-    if (cudaMemsetAsync(out, 0, n * sizeof(float), st) != cudaSuccess) {
-        (void)cudaGetLastError();
-        e = GC_ERR(GENERIC);
-    }
+    queue_zero(ctx, out, n * sizeof(float), &e);
     uint32_t *d_idx = gc_is_error(e) ? NULL : indices_on_device(ctx, &s, idx, k, &e);
     float *d_vals = d_idx ? (float *)scratch_get(ctx, &s, (k ? k : 1) * sizeof(float)) : NULL;
     float *d_mark = d_vals && marks ? (float *)scratch_get(ctx, &s, nb * sizeof(float)) : NULL;

@@ -265,29 +265,15 @@ size_t gpu_sparse_indices(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, s
     return gc_is_error(r) ? r : section;
 }
 
-size_t gpu_sparse_decode_add(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, size_t len,
-                             float *acc, size_t n)
-{
-    size_t k = 0, vals_off = 0;
-    size_t r = gcmpi_gpu_host_sparse_open(body, len, n, &k, &vals_off);
-    if (gc_is_error(r) || k == 0) return r;
-    const uint8_t *dbody = body_to_device(ctx, s, body, len);
-    if (!dbody) return GC_ERR(ALLOC);
-    uint32_t *didx = NULL;
-    r = gpu_sparse_indices(ctx, s, body, len, n, dbody, &k, &didx);
-    if (gc_is_error(r)) return r;
-    k_sparse_scatter_add<<<blocks_for(k, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(
-        didx, k, dbody + vals_off, acc);
-    return sync_status(ctx);
-}
-
 __global__ void k_sparse_zero(const uint32_t *idx, size_t k, float *x)
 {
     GRID_STRIDE(j, k) x[idx[j]] = 0.0f;
 }
 
-size_t gpu_sparse_zero_sent(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, size_t len,
-                            float *x, size_t n)
+/* gc_sparse_body_apply on the device: x[i] += the value sent at i, or
+ * (zero) x[i] = 0 at every index sent. */
+static size_t sparse_apply(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, size_t len,
+                           float *x, size_t n, int zero)
 {
     size_t k = 0, vals_off = 0;
     size_t r = gcmpi_gpu_host_sparse_open(body, len, n, &k, &vals_off);
@@ -297,6 +283,22 @@ size_t gpu_sparse_zero_sent(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body,
     uint32_t *didx = NULL;
     r = gpu_sparse_indices(ctx, s, body, len, n, dbody, &k, &didx);
     if (gc_is_error(r)) return r;
-    k_sparse_zero<<<blocks_for(k, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(didx, k, x);
+    if (zero)
+        k_sparse_zero<<<blocks_for(k, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(didx, k, x);
+    else
+        k_sparse_scatter_add<<<blocks_for(k, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(
+            didx, k, dbody + vals_off, x);
     return sync_status(ctx);
+}
+
+size_t gpu_sparse_decode_add(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, size_t len,
+                             float *acc, size_t n)
+{
+    return sparse_apply(ctx, s, body, len, acc, n, 0);
+}
+
+size_t gpu_sparse_zero_sent(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, size_t len,
+                            float *x, size_t n)
+{
+    return sparse_apply(ctx, s, body, len, x, n, 1);
 }

@@ -34,10 +34,7 @@ extern "C" size_t gcmpi_gpu_sparse_rd_set(gcmpi_gpu_ctx *ctx, const float *d, si
     uint32_t *d_units = sel ? (uint32_t *)scratch_get(ctx, &s, (2 * cap + 1) * sizeof(uint32_t))
                             : NULL;
     if (!d_units) e = GC_ERR(ALLOC);
-    if (!gc_is_error(e) && cudaMemsetAsync(sel, 0, sizeof *sel, ctx->stream) != cudaSuccess) {
-        (void)cudaGetLastError();
-        e = GC_ERR(GENERIC);
-    }
+    queue_zero(ctx, sel, sizeof *sel, &e);
     if (!gc_is_error(e)) e = gpu_select_compact(ctx, &s, d, n, sel, d_units, cap, &m);
     if (!gc_is_error(e) && m && m <= cap) {
         k_sparse_rd_gather<<<blocks_for(m, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(d, d_units, m, d_units + m);
@@ -56,10 +53,7 @@ extern "C" size_t gcmpi_gpu_sparse_rd_out(gcmpi_gpu_ctx *ctx, const uint32_t *un
     scratch s;
     memset(&s, 0, sizeof s);
     size_t e = 0;
-    if (cudaMemsetAsync(out, 0, n * sizeof(float), st) != cudaSuccess) {
-        (void)cudaGetLastError();
-        e = GC_ERR(GENERIC);
-    }
+    queue_zero(ctx, out, n * sizeof(float), &e);
     uint32_t *d_units = gc_is_error(e) || !m ? NULL
                                              : (uint32_t *)scratch_get(ctx, &s, 2 * m * sizeof(uint32_t));
     if (m && !gc_is_error(e) && !d_units) e = GC_ERR(ALLOC);

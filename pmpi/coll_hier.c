@@ -225,6 +225,26 @@ static int by_chunks(const gcmpi_config *cfg, const gcmpi_nodes *n, size_t count
 /* Host vectors: the node's phases work on in and out themselves. */
 static const gcmpi_hier_vec_ops host_vectors = {.run = gcmpi_coll_run};
 
+/* The vectors the node's phases run on: in and out themselves, or, where
+ * ops stages (device vectors), one host copy of in for both (0: no memory
+ * for it). Staged, a local failure (*local) still takes part, on zeros,
+ * so no rank of the node or between nodes is left waiting; the caller
+ * returns it at the end. */
+static int host_side(const gcmpi_hier_vec_ops *ops, const float *in, float *out, size_t count,
+                     const float **hin, float **hout, int *local)
+{
+    *local = MPI_SUCCESS;
+    *hin = in;
+    *hout = out;
+    if (!ops->stage) return 1;
+    const size_t bytes = count * sizeof(float);
+    if (!(*hout = ops->host_vector(count))) return 0;
+    *local = ops->stage(*hout, in, bytes);
+    if (*local != MPI_SUCCESS) memset(*hout, 0, bytes);
+    *hin = *hout;
+    return 1;
+}
+
 /* Reduce-scatter style (all nodes of q ranks; see the top of the file).
  * The node's two phases run on host floats: in and out themselves, or,
  * where ops stages (device vectors), one host copy of the vector, summed
@@ -243,18 +263,10 @@ static int hier_scatter(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, const gcmpi_hier_ve
     const size_t lo = (size_t)displs[me], len = (size_t)counts[me];
     const size_t bytes = count * sizeof(float);
 
-    /* Staged: a local failure still takes part (on zeros) so no rank of
-     * the node or the column is left waiting; it is returned at the end. */
-    int local = MPI_SUCCESS;
-    const float *hin = in;
-    float *hout = out;
-    if (ops->stage) {
-        hout = ops->host_vector(count);
-        if (!hout) return MPI_ERR_NO_MEM;
-        local = ops->stage(hout, in, bytes);
-        if (local != MPI_SUCCESS) memset(hout, 0, bytes);
-        hin = hout;
-    }
+    const float *hin;
+    float *hout;
+    int local;
+    if (!host_side(ops, in, out, count, &hin, &hout, &local)) return MPI_ERR_NO_MEM;
 
     /* Through the node's shared window where its ranks share memory (all
      * ranks of a node see the same shm_possible and configuration). */
@@ -331,18 +343,10 @@ static int hier_leader(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, const gcmpi_hier_vec
     const int leader = n->node_rank == 0;
     const size_t bytes = count * sizeof(float);
 
-    /* Staged: a local failure still takes part (on zeros), as in
-     * hier_scatter, and is returned at the end. */
-    int local = MPI_SUCCESS;
-    const float *hin = in;
-    float *hout = out;
-    if (ops->stage) {
-        hout = ops->host_vector(count);
-        if (!hout) return MPI_ERR_NO_MEM;
-        local = ops->stage(hout, in, bytes);
-        if (local != MPI_SUCCESS) memset(hout, 0, bytes);
-        hin = hout;
-    }
+    const float *hin;
+    float *hout;
+    int local;
+    if (!host_side(ops, in, out, count, &hin, &hout, &local)) return MPI_ERR_NO_MEM;
 
     double t0 = PMPI_Wtime();
     int rc = MPI_SUCCESS;
