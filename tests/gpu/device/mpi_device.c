@@ -231,12 +231,13 @@ int main(int argc, char **argv)
      * buffers on one and host buffers on the other: each communicator's
      * call seeds advance alike, so codecs that draw from the seed
      * (randk's indices, powersgd's starting Q) compare byte for byte too
-     * ("seeded"); the second call is an overflow step on rank 0 ---- */
+     * ("seeded"); the second of five calls is an overflow step on rank 0,
+     * and three follow it, so state a call left wrong shows in a later sum ---- */
     if (same || seeded) {
         MPI_Comm on_dev, on_host;
         MPI_Comm_dup(MPI_COMM_WORLD, &on_dev);
         MPI_Comm_dup(MPI_COMM_WORLD, &on_host);
-        for (int call = 16; call < 19; call++) {
+        for (int call = 16; call < 21; call++) {
             for (size_t i = 0; i < n; i++) host[i] = value(rank, i, call);
             if (call == 17 && rank == 0) {
                 host[n - 1] = -INFINITY;
