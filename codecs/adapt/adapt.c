@@ -37,6 +37,7 @@ typedef struct adapt_state {
     int is_topkq;
     size_t n;
     int has_history;        /* n floats follow the header                       */
+    int apart;              /* the caller keeps the history (device buffers)    */
     uint64_t observed;      /* calls observed: the history is valid when > 0    */
     double proposal;        /* what this rank proposes for its next call        */
     double used;            /* the agreed setting of the last call (NaN: none)  */
@@ -96,10 +97,14 @@ int gc_adapt_agree_len(const gc_adapt_config *cfg, const gc_codec *c)
     return agreed_method(cfg->method) || cfg->ratio_auto.on ? GC_ADAPT_AGREE_LEN : 0;
 }
 
-void gc_adapt_state_init(void *st, const gc_adapt_config *cfg, const gc_codec *c,
-                         const gc_params *base, size_t n)
+size_t gc_adapt_history_floats(const gc_adapt_config *cfg, size_t n)
 {
-    adapt_state *s = st;
+    return needs_history(cfg) ? n : 0;
+}
+
+static void state_init(adapt_state *s, const gc_adapt_config *cfg, const gc_codec *c,
+                       const gc_params *base, size_t n, int apart)
+{
     memset(s, 0, sizeof *s);
     s->method = cfg->method;
     s->auto_on = cfg->ratio_auto.on && cfg->method == GC_ADAPT_NONE;
@@ -107,7 +112,8 @@ void gc_adapt_state_init(void *st, const gc_adapt_config *cfg, const gc_codec *c
     s->is_rank = codec_named(c, "powersgd");
     s->is_topkq = codec_named(c, "topkq");
     s->n = n;
-    s->has_history = needs_history(cfg);
+    s->has_history = needs_history(cfg) && !apart;
+    s->apart = apart && needs_history(cfg);
     s->used = NAN;
     s->lambda_used = NAN;
     const double configured = s->is_rank ? (double)base->rank : base->ratio;
@@ -136,6 +142,18 @@ void gc_adapt_state_init(void *st, const gc_adapt_config *cfg, const gc_codec *c
     if (s->has_history) memset(history_of(s), 0, n * sizeof(float));
 }
 
+void gc_adapt_state_init(void *st, const gc_adapt_config *cfg, const gc_codec *c,
+                         const gc_params *base, size_t n)
+{
+    state_init(st, cfg, c, base, n, 0);
+}
+
+void gc_adapt_state_init_apart(void *st, const gc_adapt_config *cfg, const gc_codec *c,
+                               const gc_params *base, size_t n)
+{
+    state_init(st, cfg, c, base, n, 1);
+}
+
 static int64_t fixed(double x)
 {
     /* Settings are ratios in (0, 1] or ranks, entropies a few dozen bits:
@@ -143,19 +161,43 @@ static int64_t fixed(double x)
     return isfinite(x) ? (int64_t)llround(x * FIX_ONE) : 0;
 }
 
+/* The proposal, and the entropy h when this call sampled (NaN: none). */
+static void local_of(const adapt_state *s, double h, int64_t local[GC_ADAPT_AGREE_LEN])
+{
+    local[0] = fixed(s->proposal);
+    local[1] = local[2] = local[3] = 0;
+    if (isfinite(h)) {
+        local[1] = fixed(h);
+        local[2] = 1;
+    }
+}
+
+static int samples_now(const adapt_state *s, const gc_adapt_config *cfg)
+{
+    return s->method == GC_ADAPT_EDGC && gc_edgc_sample_now(&s->edgc, &cfg->edgc);
+}
+
 void gc_adapt_local(void *st, const gc_adapt_config *cfg, const float *g, size_t n,
                     uint64_t call_seed, int64_t local[GC_ADAPT_AGREE_LEN])
 {
     adapt_state *s = st;
-    local[0] = fixed(s->proposal);
-    local[1] = local[2] = local[3] = 0;
-    if (s->method == GC_ADAPT_EDGC && gc_edgc_sample_now(&s->edgc, &cfg->edgc)) {
-        double h = gc_edgc_entropy(g, n, cfg->edgc.beta, call_seed);
-        if (isfinite(h)) {
-            local[1] = fixed(h);
-            local[2] = 1;
-        }
-    }
+    const double h = samples_now(s, cfg) ? gc_edgc_entropy(g, n, cfg->edgc.beta, call_seed) : NAN;
+    local_of(s, h, local);
+}
+
+size_t gc_adapt_sample_len(const void *st, const gc_adapt_config *cfg, size_t n)
+{
+    const adapt_state *s = st;
+    return samples_now(s, cfg) ? gc_edgc_sample_len(n, cfg->edgc.beta) : 0;
+}
+
+void gc_adapt_local_sample(void *st, const gc_adapt_config *cfg, const float *sample, size_t m,
+                           int64_t local[GC_ADAPT_AGREE_LEN])
+{
+    adapt_state *s = st;
+    /* The gathered sample, taken whole, is the in-block form's draw. */
+    const double h = samples_now(s, cfg) && m > 0 ? gc_edgc_entropy(sample, m, 1.0, 0) : NAN;
+    local_of(s, h, local);
 }
 
 /* The agreed setting: mean of the proposals, a ratio in (0, 1] or a rank
@@ -194,9 +236,17 @@ void gc_adapt_decide(void *st, const gc_adapt_config *cfg, const int64_t *sum, i
 int gc_adapt_shape(void *st, const gc_adapt_config *cfg, const float *g, float *out, size_t n)
 {
     adapt_state *s = st;
-    if (s->method != GC_ADAPT_GCT || n != s->n) return 0;
+    if (s->method != GC_ADAPT_GCT || n != s->n || s->apart) return 0;
     const float *prev = s->observed > 0 ? history_of(s) : NULL;
     s->lambda_used = gc_gct_shape(&s->gct, &cfg->gct, g, prev, out, n);
+    return 1;
+}
+
+int gc_adapt_shape_step(void *st, const gc_adapt_config *cfg, size_t n, gc_gct_apply *a)
+{
+    adapt_state *s = st;
+    if (s->method != GC_ADAPT_GCT || n != s->n || !s->apart) return 0;
+    s->lambda_used = gc_gct_step(&s->gct, &cfg->gct, s->observed > 0, a);
     return 1;
 }
 
@@ -207,18 +257,10 @@ const gc_width_policy *gc_adapt_width_policy(void *st, const gc_adapt_config *cf
     return s->method == GC_ADAPT_VARIANCE && s->is_topkq ? &s->policy : NULL;
 }
 
-void gc_adapt_observe(void *st, const gc_adapt_config *cfg, const float *sum, size_t n,
-                      int ranks, double bytes_sent, double comm_s)
+/* What follows the element passes of an observation. */
+static void observe_tail(adapt_state *s, const gc_adapt_config *cfg, double bytes_sent,
+                         double comm_s)
 {
-    adapt_state *s = st;
-    if (n != s->n) return;
-    switch (s->method) {
-    case GC_ADAPT_GCT: gc_gct_remember(sum, n, ranks, history_of(s)); break;
-    case GC_ADAPT_VARIANCE:
-        s->proposal = gc_var_observe(&s->var, &cfg->var, sum, n, ranks, history_of(s));
-        break;
-    default: break;
-    }
     if (s->auto_on) {
         /* Bytes per unit of ratio, so the budget model can be inverted. */
         const double used = s->used > 0 ? s->used : NAN;
@@ -241,6 +283,31 @@ void gc_adapt_observe(void *st, const gc_adapt_config *cfg, const float *sum, si
     r->variance = s->method == GC_ADAPT_VARIANCE && s->var.slow > 0
                       ? s->var.fast / s->var.slow
                       : NAN;
+}
+
+void gc_adapt_observe(void *st, const gc_adapt_config *cfg, const float *sum, size_t n,
+                      int ranks, double bytes_sent, double comm_s)
+{
+    adapt_state *s = st;
+    if (n != s->n || s->apart) return;
+    switch (s->method) {
+    case GC_ADAPT_GCT: gc_gct_remember(sum, n, ranks, history_of(s)); break;
+    case GC_ADAPT_VARIANCE:
+        s->proposal = gc_var_observe(&s->var, &cfg->var, sum, n, ranks, history_of(s));
+        break;
+    default: break;
+    }
+    observe_tail(s, cfg, bytes_sent, comm_s);
+}
+
+void gc_adapt_observe_apart(void *st, const gc_adapt_config *cfg, size_t n, double moved,
+                            double norm, int ranks, double bytes_sent, double comm_s)
+{
+    (void)ranks; /* the caller's passes divided by it */
+    adapt_state *s = st;
+    if (n != s->n || s->has_history) return; /* an in-block state: gc_adapt_observe */
+    if (s->method == GC_ADAPT_VARIANCE) s->proposal = gc_var_update(&s->var, &cfg->var, moved, norm);
+    observe_tail(s, cfg, bytes_sent, comm_s);
 }
 
 void gc_adapt_report_of(const void *st, const gc_adapt_config *cfg, gc_adapt_report *out)

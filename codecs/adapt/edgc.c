@@ -63,12 +63,17 @@ static edgc_sample edgc_sample_of(const float *x, size_t n, double beta, uint64_
     return s;
 }
 
-static float edgc_sample_at(const edgc_sample *s, size_t j)
+static size_t edgc_index_at(const edgc_sample *s, size_t j)
 {
-    if (s->m == s->n) return s->x[j];
+    if (s->m == s->n) return j;
     size_t start = j * s->q + (j < s->r ? j : s->r);
     size_t len = s->q + (j < s->r);
-    return s->x[start + (size_t)(edgc_mix(s->seed ^ edgc_mix(j)) % len)];
+    return start + (size_t)(edgc_mix(s->seed ^ edgc_mix(j)) % len);
+}
+
+static float edgc_sample_at(const edgc_sample *s, size_t j)
+{
+    return s->x[edgc_index_at(s, j)];
 }
 
 static double edgc_entropy_of(const edgc_sample *s)
@@ -108,6 +113,17 @@ double gc_edgc_entropy(const float *x, size_t n, double beta, uint64_t seed)
 {
     edgc_sample s = edgc_sample_of(x, n, beta, seed);
     return edgc_entropy_of(&s);
+}
+
+size_t gc_edgc_sample_len(size_t n, double beta)
+{
+    return edgc_sample_of(NULL, n, beta, 0).m;
+}
+
+size_t gc_edgc_sample_index(size_t n, double beta, uint64_t seed, size_t j)
+{
+    edgc_sample s = edgc_sample_of(NULL, n, beta, seed);
+    return edgc_index_at(&s, j);
 }
 
 double gc_edgc_entropy_full(const float *x, size_t n)

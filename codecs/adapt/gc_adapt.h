@@ -105,6 +105,17 @@ double gc_gct_shape(gc_gct_state *s, const gc_gct_params *p, const float *g,
                     const float *prev, float *out, size_t n);
 /* prev[i] = sum[i] / ranks. */
 void gc_gct_remember(const float *sum, size_t n, int ranks, float *prev);
+/* One call's scalar step, for a caller that runs the element loop itself
+ * (a GPU): with_prev 0 means out = g; else out[i] is the element formula
+ * above with c = lambda / lr (float), eps and Eq. 9 (eq9) or Alg. 2.
+ * Counts the call and decays lambda as gc_gct_shape does, which is this
+ * step and the loop. Returns the lambda used. */
+typedef struct gc_gct_apply {
+    int with_prev;
+    float c, eps;
+    int eq9;
+} gc_gct_apply;
+double gc_gct_step(gc_gct_state *s, const gc_gct_params *p, int have_prev, gc_gct_apply *out);
 
 /* ---- EDGC (edgc.c) --------------------------------------------------------
  * Gradient data sampler: entropy (bits) of the histogram of the quantised
@@ -113,6 +124,12 @@ void gc_gct_remember(const float *sum, size_t n, int ranks, float *prev);
  * the reference the sampled one is tested against. */
 double gc_edgc_entropy(const float *x, size_t n, double beta, uint64_t seed);
 double gc_edgc_entropy_full(const float *x, size_t n);
+/* The sample gc_edgc_entropy draws: its length, and the index of its j-th
+ * element (j < len, ascending strata). The entropy of the gathered values
+ * x[index(j)], j = 0..len-1, taken whole (beta 1) is gc_edgc_entropy(x, n,
+ * beta, seed) bit for bit. */
+size_t gc_edgc_sample_len(size_t n, double beta);
+size_t gc_edgc_sample_index(size_t n, double beta, uint64_t seed, size_t j);
 
 /* Window state of one buffer. The setting is a ratio (topk, dgc, topkq) or a
  * rank (powersgd, integral values). */
@@ -154,8 +171,21 @@ typedef struct gc_var_state {
 } gc_var_state;
 
 void gc_var_init(gc_var_state *s, const gc_var_params *p, double base_ratio);
+/* The two sums of nu_t, in double, in one fixed order so that a GPU forms
+ * them bit for bit: per chunk of GC_VAR_CHUNK elements, GC_VAR_LANES lane
+ * sums (lane l: chunk elements l, l + LANES, ...), halved pairwise (lane l
+ * += lane l + half, half = LANES/2 .. 1), the chunks' lane 0 added in chunk
+ * order. moved = sum (sum[i]/ranks - prev[i])^2, norm = sum prev[i]^2;
+ * prev[i] becomes sum[i] / ranks. */
+#define GC_VAR_CHUNK 2048
+#define GC_VAR_LANES 32
+void gc_var_moves(const float *sum, size_t n, int ranks, float *prev_mean, double *moved,
+                  double *norm);
+/* One observation from those sums; returns the ratio for the next call. */
+double gc_var_update(gc_var_state *s, const gc_var_params *p, double moved, double norm);
 /* sum: this call's all-reduced result; prev_mean: n floats kept per buffer
- * (updated to sum / ranks). Returns the ratio for the next call. */
+ * (updated to sum / ranks). Returns the ratio for the next call:
+ * gc_var_moves, then gc_var_update. */
 double gc_var_observe(gc_var_state *s, const gc_var_params *p, const float *sum, size_t n,
                       int ranks, float *prev_mean);
 
@@ -249,5 +279,34 @@ typedef struct gc_adapt_report {
     double variance;            /* variance: fast / slow                       */
 } gc_adapt_report;
 void gc_adapt_report_of(const void *st, const gc_adapt_config *cfg, gc_adapt_report *out);
+
+/* ---- the history kept apart (device buffers) ------------------------------
+ * A buffer in device memory keeps the method's n floats of history in
+ * device memory beside its residual and runs the element passes there
+ * (gpu/gcmpi_gpu.h); the block is then the header alone
+ * (gc_adapt_state_bytes(cfg, c, 0)), initialised by
+ * gc_adapt_state_init_apart, and a call runs:
+ *   m = gc_adapt_sample_len(st, n)   edgc: gather x[gc_edgc_sample_index(j)]
+ *   gc_adapt_local_sample(st, sample, m, local)   instead of gc_adapt_local
+ *   gc_adapt_shape_step(st, n, &a)   gct: out = the element formula, with
+ *                                     the history as prev when a.with_prev
+ *   ... decide, width policy and the collective as above ...
+ *   gct: prev = sum / ranks; variance: gc_var_moves' sums of the history
+ *   gc_adapt_observe_apart(st, n, moved, norm, ...)
+ * Each step computes what the in-block form does, so a device buffer is
+ * adapted bit for bit as the same buffer on the host. */
+size_t gc_adapt_history_floats(const gc_adapt_config *cfg, size_t n);
+void gc_adapt_state_init_apart(void *st, const gc_adapt_config *cfg, const gc_codec *c,
+                               const gc_params *base, size_t n);
+/* Elements of this call's edgc sample of a buffer of n floats: 0 when the
+ * call does not sample. */
+size_t gc_adapt_sample_len(const void *st, const gc_adapt_config *cfg, size_t n);
+void gc_adapt_local_sample(void *st, const gc_adapt_config *cfg, const float *sample, size_t m,
+                           int64_t local[GC_ADAPT_AGREE_LEN]);
+/* GCT: fills *a and returns 1 (the call counts as shaped); otherwise 0. */
+int gc_adapt_shape_step(void *st, const gc_adapt_config *cfg, size_t n, gc_gct_apply *a);
+/* moved and norm: gc_var_moves' sums under variance (ignored otherwise). */
+void gc_adapt_observe_apart(void *st, const gc_adapt_config *cfg, size_t n, double moved,
+                            double norm, int ranks, double bytes_sent, double comm_s);
 
 #endif /* GC_ADAPT_H */

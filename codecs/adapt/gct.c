@@ -56,26 +56,33 @@ static void gct_out_of_place(const float *restrict g, const float *restrict prev
         for (size_t i = 0; i < n; i++) out[i] = gct_element(g[i], prev[i], c, eps, 0);
 }
 
-double gc_gct_shape(gc_gct_state *s, const gc_gct_params *p, const float *g,
-                    const float *prev, float *out, size_t n)
+double gc_gct_step(gc_gct_state *s, const gc_gct_params *p, int have_prev, gc_gct_apply *out)
 {
     double lambda = s->lambda;
-    if (s->calls == 0 || prev == NULL) {
-        /* No previous gradient: h = 0 (the paper's 1_{t>=2}). */
-        if (out != g && n > 0) memmove(out, g, n * sizeof *out);
-    } else {
-        float c = (float)(lambda / p->lr);
-        float eps = (float)p->eps;
-        int eq9 = !p->alg2;
-        if (out == g)
-            gct_in_place(out, prev, n, c, eps, eq9);
-        else
-            gct_out_of_place(g, prev, out, n, c, eps, eq9);
-    }
+    /* No previous gradient: h = 0 (the paper's 1_{t>=2}). */
+    out->with_prev = s->calls > 0 && have_prev;
+    out->c = (float)(lambda / p->lr);
+    out->eps = (float)p->eps;
+    out->eq9 = !p->alg2;
     s->calls++;
     /* Eq. 10 per decay_every calls; 0 (rejected by config/) counts as 1. */
     uint64_t every = p->decay_every ? p->decay_every : 1;
     if (s->calls % every == 0) s->lambda = lambda * p->decay;
+    return lambda;
+}
+
+double gc_gct_shape(gc_gct_state *s, const gc_gct_params *p, const float *g,
+                    const float *prev, float *out, size_t n)
+{
+    gc_gct_apply a;
+    double lambda = gc_gct_step(s, p, prev != NULL, &a);
+    if (!a.with_prev) {
+        if (out != g && n > 0) memmove(out, g, n * sizeof *out);
+    } else if (out == g) {
+        gct_in_place(out, prev, n, a.c, a.eps, a.eq9);
+    } else {
+        gct_out_of_place(g, prev, out, n, a.c, a.eps, a.eq9);
+    }
     return lambda;
 }
 

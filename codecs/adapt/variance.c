@@ -7,8 +7,8 @@
  *   ratio = clamp(base * (fast / slow)^alpha, lo, hi):
  * keep fewer elements while the gradient moves less than usual, more while
  * it moves more. Every input is the all-reduced sum, and every sum below is
- * in double in index order, so all ranks compute the same ratio bit for
- * bit. */
+ * in double in one fixed order (gc_var_moves), so all ranks compute the
+ * same ratio bit for bit, on the host or on a GPU. */
 #include "gc_adapt.h"
 
 #include <math.h>
@@ -34,19 +34,42 @@ void gc_var_init(gc_var_state *s, const gc_var_params *p, double base_ratio)
     s->last_nu = NAN;                      /* NaN: no nu observed yet */
 }
 
-double gc_var_observe(gc_var_state *s, const gc_var_params *p, const float *sum, size_t n,
-                      int ranks, float *prev_mean)
+void gc_var_moves(const float *sum, size_t n, int ranks, float *prev_mean, double *moved,
+                  double *norm)
 {
-    /* m_t = sum / ranks by division, the same mean gc_gct_remember forms. */
+    /* m_t = sum / ranks by division, the same mean gc_gct_remember forms.
+     * The order of the double sums is gc_adapt.h's (GC_VAR_CHUNK): lane
+     * sums a GPU warp forms in the same order, vectorised here. */
     float r = (float)(ranks > 0 ? ranks : 1);
-    double moved = 0, norm = 0;
-    for (size_t i = 0; i < n; i++) {
-        float m = sum[i] / r;
-        double d = (double)m - (double)prev_mean[i];
-        moved += d * d;
-        norm += (double)prev_mean[i] * (double)prev_mean[i];
-        prev_mean[i] = m;
+    double mv = 0, nm = 0;
+    for (size_t base = 0; base < n; base += GC_VAR_CHUNK) {
+        const size_t len = n - base < GC_VAR_CHUNK ? n - base : GC_VAR_CHUNK;
+        double lm[GC_VAR_LANES] = {0}, ln[GC_VAR_LANES] = {0};
+        for (size_t k = 0; k < len; k += GC_VAR_LANES) {
+            const size_t lanes = len - k < GC_VAR_LANES ? len - k : GC_VAR_LANES;
+            for (size_t l = 0; l < lanes; l++) {
+                const size_t i = base + k + l;
+                float m = sum[i] / r;
+                double d = (double)m - (double)prev_mean[i];
+                lm[l] += d * d;
+                ln[l] += (double)prev_mean[i] * (double)prev_mean[i];
+                prev_mean[i] = m;
+            }
+        }
+        for (size_t half = GC_VAR_LANES / 2; half > 0; half /= 2)
+            for (size_t l = 0; l < half; l++) {
+                lm[l] += lm[l + half];
+                ln[l] += ln[l + half];
+            }
+        mv += lm[0];
+        nm += ln[0];
     }
+    *moved = mv;
+    *norm = nm;
+}
+
+double gc_var_update(gc_var_state *s, const gc_var_params *p, double moved, double norm)
+{
     int first = s->calls == 0;   /* prev_mean held nothing yet */
     s->calls++;
     /* A zero previous mean (or overflowed sums) gives no nu: keep the ratio. */
@@ -64,4 +87,12 @@ double gc_var_observe(gc_var_state *s, const gc_var_params *p, const float *sum,
     double target = s->slow > 0 ? s->base * pow(s->fast / s->slow, p->alpha) : s->base;
     s->ratio = clamp(target, s->lo, s->hi);
     return s->ratio;
+}
+
+double gc_var_observe(gc_var_state *s, const gc_var_params *p, const float *sum, size_t n,
+                      int ranks, float *prev_mean)
+{
+    double moved, norm;
+    gc_var_moves(sum, n, ranks, prev_mean, &moved, &norm);
+    return gc_var_update(s, p, moved, norm);
 }
