@@ -1,11 +1,17 @@
-/* codec_topkq.cu — codecs/codec_topkq.c on the device, at the fixed width
- * gc_params.bits (the GPU API has no workspace, so no width policy): the
- * exact top-k of v = g + r (gpu_select.cuh), topk's index section
- * (gpu_sparse.cuh), then per bucket of kept values the range head (one
- * block per bucket: min and max |x|, or the mean |x| summed in order in
- * double for b = 1) and the b-bit fields, one thread per output byte. The
- * decode validates the body and decodes the indices on the host (as
- * topkq_open does), then adds one value per thread on the device. */
+/* codec_topkq.cu — codecs/codec_topkq.c on the device: the exact top-k of
+ * v = g + r (gpu_select.cuh), topk's index section (gpu_sparse.cuh), then
+ * per bucket of kept values the range head (one block per bucket: min and
+ * max |x|, or the mean |x| summed in order in double for b = 1) and the
+ * b-bit fields, one thread per output byte, at the fixed width
+ * gc_params.bits. With a width policy on the context
+ * (gcmpi_gpu_set_width_policy, the adaptive layer's bitctl) each bucket
+ * has its own width: the buckets' statistics and the error energy of
+ * every width are formed on the device in the CPU's order, the policy
+ * (sequential: a bucket's choice learns from the ones before) runs on
+ * the host over those few numbers a bucket, and the fields are written at
+ * the offsets its widths give. The decode validates the body and decodes
+ * the indices on the host (as topkq_open does), then adds one value per
+ * thread on the device. */
 #include "gpu_select.cuh"
 #include "gpu_sparse.cuh"
 
@@ -151,6 +157,187 @@ __global__ void k_tq_residual(const float *x, const uint32_t *idx, size_t k, siz
 
 __global__ void k_tq_bucket_field(uint8_t *at, uint32_t bucket) { st_u32(at, bucket); }
 
+/* ---- per-bucket widths (a width policy on the context) ------------------ */
+
+/* What scan_bucket learns of a bucket, one thread each, in its order:
+ * the magnitude keys' min and max, and the sums in double. */
+typedef struct tq_scan { double sum, sum_abs, sum_sq; float lo, hi, mean_abs; uint32_t pad; } tq_scan;
+
+__global__ void k_tq_scan(const float *x, size_t k, size_t bucket, size_t nbk, tq_scan *out)
+{
+    GRID_STRIDE(bi, nbk) {
+        const size_t s = bi * bucket, len = k - s < bucket ? k - s : bucket;
+        uint32_t lo = 0xFFFFFFFFu, hi = 0, nan = 0;
+        double sum = 0, sum_abs = 0, sum_sq = 0;
+        for (size_t j = s; j < s + len; j++) {
+            const uint32_t key = mag_key(x[j]);
+            lo = key < lo ? key : lo;
+            hi = key > hi ? key : hi;
+            /* The mean |x| of a 1-bit bucket: x86 carries the first NaN,
+             * made quiet and positive (k_tq_heads_sync). */
+            if (!nan && is_nan(x[j])) nan = (fbits(x[j]) | 0x00400000u) & 0x7FFFFFFFu;
+            const double v = (double)x[j];
+            sum = __dadd_rn(sum, v);
+            sum_abs = __dadd_rn(sum_abs, (double)gx_abs(x[j]));
+            sum_sq = __dadd_rn(sum_sq, __dmul_rn(v, v));
+        }
+        tq_scan o;
+        o.sum = sum;
+        o.sum_abs = sum_abs;
+        o.sum_sq = sum_sq;
+        o.lo = bitsf(lo);
+        o.hi = bitsf(hi);
+        o.mean_abs = nan ? bitsf(nan) : __double2float_rn(__ddiv_rn(sum_abs, (double)len));
+        o.pad = 0;
+        out[bi] = o;
+    }
+}
+
+/* err[bi * 8 + b - 1] = quantise_bucket's error energy of bucket bi at
+ * width b (1..8), summed in value order: one thread per (bucket, width). */
+__global__ void k_tq_err(const float *x, size_t k, size_t bucket, size_t nbk, const tq_scan *sc,
+                         double *err)
+{
+    GRID_STRIDE(t, nbk * TOPKQ_MAX_BITS) {
+        const size_t bi = t / TOPKQ_MAX_BITS, s = bi * bucket;
+        const size_t len = k - s < bucket ? k - s : bucket;
+        const unsigned b = (unsigned)(t % TOPKQ_MAX_BITS) + 1u;
+        const float lo = b == 1 ? sc[bi].mean_abs : sc[bi].lo, hi = b == 1 ? lo : sc[bi].hi;
+        const tq_quant q = tq_make(b, lo, hi);
+        double e2 = 0;
+        for (size_t j = s; j < s + len; j++) {
+            float d;
+            (void)tq_code(q, x[j], &d);
+            const double e = (double)gx_sub(x[j], d);
+            e2 = __dadd_rn(e2, __dmul_rn(e, e));
+        }
+        err[t] = e2;
+    }
+}
+
+/* The chosen widths' layout, one entry a bucket (host-made). */
+typedef struct tq_bucket { uint64_t off; float lo, hi; uint32_t b, pad; } tq_bucket;
+
+/* One block per bucket: its head, then its fields one thread per byte. */
+__global__ void k_tq_var_bytes(const float *x, size_t k, size_t bucket, size_t nbk,
+                               const tq_bucket *bk, uint8_t *vals0)
+{
+    for (size_t bi = blockIdx.x; bi < nbk; bi += gridDim.x) {
+        const size_t s = bi * bucket, len = k - s < bucket ? k - s : bucket;
+        const tq_bucket e = bk[bi];
+        const unsigned b = e.b;
+        uint8_t *at = vals0 + e.off;
+        if (threadIdx.x == 0) {
+            at[0] = (uint8_t)b;
+            st_f32(at + 1, e.lo);
+            st_f32(at + 5, e.hi);
+        }
+        const tq_quant q = tq_make(b, e.lo, e.hi);
+        for (size_t byte = threadIdx.x; byte < values_bytes(len, b); byte += blockDim.x) {
+            const size_t bit0 = 8 * byte;
+            unsigned out = 0;
+            for (size_t j = bit0 / b; j < len && j * b < bit0 + 8; j++) {
+                float d;
+                const uint32_t code = tq_code(q, x[s + j], &d);
+                const long sh = (long)(j * b) - (long)bit0;
+                out |= sh >= 0 ? code << sh : code >> -sh;
+            }
+            at[TOPKQ_BUCKET_HEAD + byte] = (uint8_t)out;
+        }
+    }
+}
+
+__global__ void k_tq_var_residual(const float *x, const uint32_t *idx, size_t k, size_t bucket,
+                                  const tq_bucket *bk, float *r)
+{
+    GRID_STRIDE(j, k) {
+        const tq_bucket e = bk[j / bucket];
+        const tq_quant q = tq_make(e.b, e.lo, e.hi);
+        float d;
+        (void)tq_code(q, x[j], &d);
+        r[idx[j]] = gx_sub(x[j], d);
+    }
+}
+
+/* codec_topkq.c's stats_of, on the host from the device's sums. */
+static gc_bucket_stats tq_stats_of(const tq_scan *s, size_t index, size_t len)
+{
+    double mean = s->sum / (double)len;
+    double var = s->sum_sq / (double)len - mean * mean;
+    gc_bucket_stats st;
+    memset(&st, 0, sizeof st);
+    st.index = index;
+    st.len = len;
+    st.l2sq = s->sum_sq;
+    st.maxabs = (double)s->hi;
+    st.mean = mean;
+    st.var = var > 0 ? var : 0;
+    return st;
+}
+
+/* The kept values x (device, k of them) quantised per bucket at the
+ * policy's widths into vals0 (device), r[idx] their residual when r.
+ * Returns the bytes written or an error. */
+static size_t topkq_policy_values(gcmpi_gpu_ctx *ctx, scratch *s, const float *x,
+                                  const uint32_t *idx, size_t k, size_t bucket, float *r,
+                                  uint8_t *vals0)
+{
+    cudaStream_t st = ctx->stream;
+    const gc_width_policy *policy = &ctx->width_policy;
+    const size_t nbk = bucket_count(k, bucket);
+    const int want_err = policy->observe != NULL;
+    tq_scan *dsc = (tq_scan *)scratch_get(ctx, s, nbk * sizeof(tq_scan));
+    double *derr = want_err ? (double *)scratch_get(ctx, s, nbk * TOPKQ_MAX_BITS * sizeof(double))
+                            : NULL;
+    tq_bucket *dbk = (tq_bucket *)scratch_get(ctx, s, nbk * sizeof(tq_bucket));
+    tq_scan *hsc = (tq_scan *)malloc(nbk * sizeof(tq_scan));
+    double *herr = want_err ? (double *)malloc(nbk * TOPKQ_MAX_BITS * sizeof(double)) : NULL;
+    tq_bucket *hbk = (tq_bucket *)malloc(nbk * sizeof(tq_bucket));
+    size_t e = 0;
+    if (!dsc || !dbk || !hsc || !hbk || (want_err && (!derr || !herr))) e = GC_ERR(ALLOC);
+    if (!gc_is_error(e)) {
+        k_tq_scan<<<blocks_for(nbk, 64), 64, 0, st>>>(x, k, bucket, nbk, dsc);
+        if (want_err)
+            k_tq_err<<<blocks_for(nbk * TOPKQ_MAX_BITS, 64), 64, 0, st>>>(x, k, bucket, nbk, dsc, derr);
+        queue_copy(ctx, hsc, dsc, nbk * sizeof(tq_scan), cudaMemcpyDeviceToHost, &e);
+        if (want_err)
+            queue_copy(ctx, herr, derr, nbk * TOPKQ_MAX_BITS * sizeof(double),
+                       cudaMemcpyDeviceToHost, &e);
+        if (!gc_is_error(e)) e = sync_status(ctx);
+    }
+    size_t pos = 0;
+    /* codec_topkq.c's loop: choose, then observe the error it gave. */
+    for (size_t bi = 0; !gc_is_error(e) && bi < nbk; bi++) {
+        const size_t len = k - bi * bucket < bucket ? k - bi * bucket : bucket;
+        const gc_bucket_stats sts = tq_stats_of(&hsc[bi], bi, len);
+        unsigned b = policy->choose(policy->ctx, &sts);
+        b = b < 1 ? 1 : b > TOPKQ_MAX_BITS ? TOPKQ_MAX_BITS : b;
+        hbk[bi].off = pos;
+        hbk[bi].b = b;
+        hbk[bi].pad = 0;
+        hbk[bi].lo = b == 1 ? hsc[bi].mean_abs : hsc[bi].lo;
+        hbk[bi].hi = b == 1 ? hsc[bi].mean_abs : hsc[bi].hi;
+        pos += TOPKQ_BUCKET_HEAD + values_bytes(len, b);
+        if (want_err) policy->observe(policy->ctx, &sts, b, herr[bi * TOPKQ_MAX_BITS + b - 1]);
+    }
+    if (!gc_is_error(e)) {
+        queue_copy(ctx, dbk, hbk, nbk * sizeof(tq_bucket), cudaMemcpyHostToDevice, &e);
+        const unsigned grid = nbk < 65535u * 16u ? (unsigned)nbk : 65535u * 16u;
+        if (!gc_is_error(e)) {
+            k_tq_var_bytes<<<grid, 128, 0, st>>>(x, k, bucket, nbk, dbk, vals0);
+            if (r)
+                k_tq_var_residual<<<blocks_for(k, GPU_THREADS), GPU_THREADS, 0, st>>>(x, idx, k, bucket, dbk, r);
+        }
+        /* hbk is read by the copy: wait before it is freed */
+        const size_t done = sync_status(ctx);
+        if (!gc_is_error(e)) e = done;
+    }
+    free(hsc);
+    free(herr);
+    free(hbk);
+    return gc_is_error(e) ? e : pos;
+}
+
 static size_t topkq_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float *r, size_t n,
                            const gc_params *p, uint64_t seed, uint8_t *body, size_t cap)
 {
@@ -175,6 +362,10 @@ static size_t topkq_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float
     if (k == 0) return pos;
     uint8_t *vals0 = body + pos;
     k_tq_gather<<<blocks_for(k, GPU_THREADS), GPU_THREADS, 0, st>>>(idx, k, v, x);
+    if (ctx->has_width_policy) {
+        const size_t w = topkq_policy_values(ctx, s, x, idx, k, bucket, r, vals0);
+        return gc_is_error(w) ? w : pos + w;
+    }
     /* Per bucket up to 256 threads, in whole warps. */
     const unsigned hthreads = bucket >= GPU_THREADS ? GPU_THREADS : (unsigned)(bucket + 31) / 32 * 32;
     const unsigned hblocks = nbk < 65535u * 16u ? (unsigned)nbk : 65535u * 16u;

@@ -97,6 +97,14 @@ extern "C" void gcmpi_gpu_destroy(gcmpi_gpu_ctx *ctx)
     free(ctx);
 }
 
+extern "C" void gcmpi_gpu_set_width_policy(gcmpi_gpu_ctx *ctx, const gc_width_policy *p)
+{
+    if (!ctx) return;
+    ctx->has_width_policy = p && p->choose;
+    if (ctx->has_width_policy) ctx->width_policy = *p;
+    else memset(&ctx->width_policy, 0, sizeof ctx->width_policy);
+}
+
 extern "C" void *gcmpi_gpu_alloc(gcmpi_gpu_ctx *ctx, size_t bytes)
 {
     void *p = NULL;

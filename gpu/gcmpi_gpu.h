@@ -22,8 +22,9 @@
  * on the host, and the Elias (qsgd) and Exp-Golomb (eg) streams are decoded
  * on the host and added on the device. A zstd stage (params.zstd_level > 0)
  * returns GC_ERR_UNSUPPORTED: the caller then stages the buffer through the
- * host and uses gc_encode. topkq uses gc_params.bits for every bucket (no
- * width policy: there is no workspace here). Errors are gc_error values
+ * host and uses gc_encode. topkq uses gc_params.bits for every bucket, or
+ * the width policy installed on the context (gcmpi_gpu_set_width_policy),
+ * whose choices and observations are then the CPU encoder's, in order. Errors are gc_error values
  * returned as size_t, exactly as in gcmpi_codec.h (test with gc_is_error()).
  * CUDA failures are GC_ERR_ALLOC (device memory) or GC_ERR_GENERIC.
  *
@@ -71,6 +72,12 @@ GCMPI_GPU_API int gcmpi_gpu_supports(const gc_codec *c);
 typedef struct gcmpi_gpu_ctx gcmpi_gpu_ctx;
 GCMPI_GPU_API gcmpi_gpu_ctx *gcmpi_gpu_create(void);
 GCMPI_GPU_API void gcmpi_gpu_destroy(gcmpi_gpu_ctx *ctx);
+/* Install (or, with NULL, remove) the width policy topkq encodes on ctx
+ * use, as gc_workspace_set_width_policy does for gc_encode: per bucket
+ * choose() is called with the bucket's statistics and observe() with the
+ * error energy of the width it chose, on the host, in bucket order. The
+ * policy is copied; its ctx must outlive the encodes. */
+GCMPI_GPU_API void gcmpi_gpu_set_width_policy(gcmpi_gpu_ctx *ctx, const gc_width_policy *p);
 
 /* Device memory from the context's pool (NULL on failure), its release,
  * and a copy in any direction (cudaMemcpyDefault). gcmpi_gpu_copy returns
@@ -247,6 +254,30 @@ GCMPI_GPU_API size_t gcmpi_gpu_sparse_rd_set(gcmpi_gpu_ctx *ctx, const float *d,
  * indices below n). 0 or an error. */
 GCMPI_GPU_API size_t gcmpi_gpu_sparse_rd_out(gcmpi_gpu_ctx *ctx, const uint32_t *units, size_t m,
                                              size_t n, float *out);
+
+/* ---- the adaptive layer on device buffers (gpu_adapt.cu) ----------------
+ * The element passes of codecs/adapt/ for a buffer whose history is kept
+ * in device memory (gc_adapt.h "the history kept apart"), bit for bit the
+ * host loops; the scalar steps stay on the host. x, g, prev, sum and out
+ * are device memory. Each waits before it returns 0 or an error. */
+
+/* sample[j] (host memory, m floats) = x[gc_edgc_sample_index(n, beta,
+ * seed, j)] for m = gc_edgc_sample_len(n, beta) (m == n: x itself). */
+GCMPI_GPU_API size_t gcmpi_gpu_adapt_sample(gcmpi_gpu_ctx *ctx, const float *x, size_t n,
+                                            size_t m, uint64_t seed, float *sample);
+/* GCT shaping (gc_gct_shape's loop with gc_gct_step's gc_gct_apply): out =
+ * g when with_prev is 0, else GCT's element formula of g and prev with c,
+ * eps and eq9. out may be g. */
+GCMPI_GPU_API size_t gcmpi_gpu_adapt_gct_shape(gcmpi_gpu_ctx *ctx, const float *g,
+                                               const float *prev, size_t n, int with_prev,
+                                               float c, float eps, int eq9, float *out);
+/* prev[i] = sum[i] / ranks (gc_gct_remember). */
+GCMPI_GPU_API size_t gcmpi_gpu_adapt_remember(gcmpi_gpu_ctx *ctx, const float *sum, size_t n,
+                                              int ranks, float *prev);
+/* gc_var_moves: *moved and *norm (host) in its order, prev the mean. */
+GCMPI_GPU_API size_t gcmpi_gpu_adapt_var_moves(gcmpi_gpu_ctx *ctx, const float *sum, size_t n,
+                                               int ranks, float *prev, double *moved,
+                                               double *norm);
 
 #ifdef __cplusplus
 }

@@ -81,6 +81,8 @@ struct gcmpi_gpu_ctx {
     unsigned *host_word_dev;  /* the same word as kernels address it */
     uint8_t *host_hdr;    /* page-locked header copied into a device dst */
     gpu_shadow shadow;    /* the device payload being decoded */
+    gc_width_policy width_policy; /* topkq's per-bucket widths (gcmpi_gpu_set_width_policy) */
+    int has_width_policy;
 };
 
 /* Scratch from the pool, freed at the end of the call (stream order). */

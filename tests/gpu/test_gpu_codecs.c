@@ -14,11 +14,16 @@
  * and sums compare NaNs as equal; see first_diff_f). Also: every codec is
  * supported, the zstd stage gives GC_ERR_UNSUPPORTED, corrupt bodies give
  * the CPU's error, and DGC's momentum encode (topk, dgc) keeps the CPU's
- * payload, u and v over four calls, an overflow step among them.
+ * payload, u and v over four calls, an overflow step among them. The
+ * adaptive layer's device passes (gpu_adapt.cu) equal codecs/adapt/'s
+ * loops: EDGC's gathered sample, GCT's shaping and remembered mean, and
+ * the variance method's two sums in gc_var_moves' order; topkq with a
+ * width policy on the context equals the CPU's with it on a workspace.
  *
  * Plain C, no Criterion (the GPU machine has none). Exit 77 (meson: skipped)
  * without a CUDA device. */
 #include "gcmpi_gpu.h"
+#include "adapt/gc_adapt.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -472,6 +477,178 @@ static int test_encode_momentum(size_t max_n)
     return cases;
 }
 
+static int same_double(double a, double b)
+{
+    return memcmp(&a, &b, sizeof a) == 0 || (isnan(a) && isnan(b));
+}
+
+/* The adaptive layer's element passes (gpu_adapt.cu) against
+ * codecs/adapt/, bit for bit, on random and special vectors. */
+static int adapt_case(size_t n, int mode)
+{
+    const size_t bytes = n * sizeof(float);
+    float *g = malloc(bytes + 4), *prev = malloc(bytes + 4), *want = malloc(bytes + 4);
+    float *got = malloc(bytes + 4), *pw = malloc(bytes + 4);
+    fill(g, n, mode);
+    fill(prev, n, mode == FILL_SPECIAL ? FILL_RANDOM : mode);
+    float *dg = dev_from(g, bytes), *dprev = dev_from(prev, bytes), *dout = dev_from(g, bytes);
+    int cases = 0;
+
+    /* EDGC's sample: gathered where gc_edgc_sample_index says. */
+    static const double betas[] = {0.01, 0.3, 1.0};
+    for (size_t bi = 0; bi < sizeof betas / sizeof *betas; bi++) {
+        const uint64_t seed = 0x5eed0000u + bi;
+        const size_t m = gc_edgc_sample_len(n, betas[bi]);
+        for (size_t j = 0; j < m; j++) want[j] = g[gc_edgc_sample_index(n, betas[bi], seed, j)];
+        const size_t r = gcmpi_gpu_adapt_sample(ctx, dg, n, m, seed, got);
+        CHECK(!gc_is_error(r) && first_diff_f(want, got, m, 0) == m,
+              "adapt sample n=%zu beta %g%s: differs at %zu of %zu", n, betas[bi],
+              fill_name[mode], first_diff_f(want, got, m, 0), m);
+        cases++;
+    }
+
+    /* GCT: two calls (the first has no previous gradient), both forms,
+     * out of place and in place. */
+    for (int alg2 = 0; alg2 < 2; alg2++) {
+        const gc_gct_params gp = {.lambda = 0.3, .lr = 0.7, .eps = 1e-3, .decay = 0.5,
+                                  .decay_every = 1, .alg2 = alg2};
+        gc_gct_state cpu, dev;
+        gc_gct_init(&cpu, &gp);
+        gc_gct_init(&dev, &gp);
+        for (int call = 0; call < 2; call++) {
+            gc_gct_apply a;
+            gc_gct_shape(&cpu, &gp, g, prev, want, n);
+            gc_gct_step(&dev, &gp, 1, &a);
+            size_t r = gcmpi_gpu_adapt_gct_shape(ctx, dg, dprev, n, a.with_prev, a.c, a.eps,
+                                                 a.eq9, dout);
+            to_host(got, dout, bytes);
+            CHECK(!gc_is_error(r) && first_diff_f(want, got, n, 0) == n,
+                  "adapt gct n=%zu alg2=%d call %d%s: differs at %zu", n, alg2, call,
+                  fill_name[mode], first_diff_f(want, got, n, 0));
+            if (bytes && gc_is_error(gcmpi_gpu_copy(ctx, dout, g, bytes))) exit(1);
+            r = gcmpi_gpu_adapt_gct_shape(ctx, dout, dprev, n, a.with_prev, a.c, a.eps, a.eq9,
+                                          dout);
+            to_host(got, dout, bytes);
+            CHECK(!gc_is_error(r) && first_diff_f(want, got, n, 0) == n,
+                  "adapt gct in place n=%zu alg2=%d call %d%s: differs at %zu", n, alg2, call,
+                  fill_name[mode], first_diff_f(want, got, n, 0));
+            cases += 2;
+        }
+    }
+
+    /* The remembered mean, and the variance sums (prev becomes the mean). */
+    memcpy(pw, prev, bytes);
+    gc_gct_remember(g, n, 3, pw);
+    size_t r = gcmpi_gpu_adapt_remember(ctx, dg, n, 3, dout);
+    to_host(got, dout, bytes);
+    CHECK(!gc_is_error(r) && first_diff_f(pw, got, n, 1) == n,
+          "adapt remember n=%zu%s: differs at %zu", n, fill_name[mode],
+          first_diff_f(pw, got, n, 1));
+    memcpy(pw, prev, bytes);
+    double moved = -1, norm = -1, dmoved = -2, dnorm = -2;
+    gc_var_moves(g, n, 3, pw, &moved, &norm);
+    r = gcmpi_gpu_adapt_var_moves(ctx, dg, n, 3, dprev, &dmoved, &dnorm);
+    to_host(got, dprev, bytes);
+    CHECK(!gc_is_error(r) && same_double(moved, dmoved) && same_double(norm, dnorm),
+          "adapt var n=%zu%s: moved %.17g norm %.17g, CPU %.17g %.17g", n, fill_name[mode],
+          dmoved, dnorm, moved, norm);
+    CHECK(first_diff_f(pw, got, n, 1) == n, "adapt var n=%zu%s: mean differs at %zu", n,
+          fill_name[mode], first_diff_f(pw, got, n, 1));
+    cases += 2;
+
+    gcmpi_gpu_dealloc(ctx, dg);
+    gcmpi_gpu_dealloc(ctx, dprev);
+    gcmpi_gpu_dealloc(ctx, dout);
+    free(g), free(prev), free(want), free(got), free(pw);
+    return cases;
+}
+
+static int test_adapt(size_t max_n)
+{
+    /* sizes across GC_VAR_CHUNK and GC_VAR_LANES boundaries */
+    static const size_t sizes[] = {0, 1, 7, 33, 1000, 2 * GC_VAR_CHUNK + 33, (1u << 20) + 3};
+    int cases = 0;
+    for (size_t si = 0; si < sizeof sizes / sizeof *sizes && sizes[si] <= max_n; si++)
+        cases += adapt_case(sizes[si], FILL_RANDOM);
+    cases += adapt_case(1000, FILL_SPECIAL);
+    cases += adapt_case(5000, FILL_SPECIAL);
+    return cases;
+}
+
+/* topkq with a width policy (the adaptive layer's bitctl) on the context
+ * against the CPU encoder with the same policy on a workspace: over five
+ * calls on one residual, payloads, residuals and the two controllers'
+ * learnt states equal byte for byte (choose and observe saw the same
+ * statistics and error energies, in the same order). */
+static int policy_case(size_t n, int mode, size_t bucket, int dst_dev)
+{
+    const gc_codec *c = gc_codec_by_name("topkq");
+    gc_params p;
+    gc_params_default(&p);
+    p.ratio = 0.3;
+    p.bucket = bucket;
+    gc_adapt_config acfg;
+    gc_adapt_config_default(&acfg);
+    acfg.var.target = 0.01;
+    gc_bitctl cpu_ctl, gpu_ctl;
+    gc_bitctl_init(&cpu_ctl, &acfg.var);
+    gc_bitctl_init(&gpu_ctl, &acfg.var);
+    const gc_width_policy cpu_pol = gc_bitctl_policy(&cpu_ctl), gpu_pol = gc_bitctl_policy(&gpu_ctl);
+    gc_workspace *ws = gc_workspace_create();
+    if (!ws) exit(1);
+    gc_workspace_set_width_policy(ws, &cpu_pol);
+    gcmpi_gpu_set_width_policy(ctx, &gpu_pol);
+    const size_t cap = gc_bound(c, n, &p), bytes = n * sizeof(float);
+    float *g = malloc(bytes + 4), *r = calloc(n + 1, 4), *gr = malloc(bytes + 4);
+    uint8_t *want = malloc(cap), *got = malloc(cap);
+    float *dg = dev_from(r, bytes), *dr = dev_from(r, bytes);
+    uint8_t *ddst = dst_dev ? dev_from(want, cap) : NULL;
+    for (int call = 0; call < 5; call++) {
+        fill(g, n, mode);
+        if (bytes && gc_is_error(gcmpi_gpu_copy(ctx, dg, g, bytes))) exit(1);
+        const size_t lw = gc_encode(c, g, r, n, &p, 9, want, cap, ws);
+        const size_t lg = gcmpi_gpu_encode(ctx, c, dg, dr, n, &p, 9, ddst ? (void *)ddst : got, cap);
+        if (ddst && !gc_is_error(lg)) to_host(got, ddst, lg);
+        to_host(gr, dr, bytes);
+        CHECK(lw == lg && !gc_is_error(lg), "topkq policy n=%zu bucket %zu call %d%s: length %zu, CPU %zu",
+              n, bucket, call, fill_name[mode], lg, lw);
+        if (lw == lg && !gc_is_error(lg))
+            CHECK(first_diff(want, got, lw) == lw,
+                  "topkq policy n=%zu bucket %zu call %d%s: payload differs at byte %zu", n,
+                  bucket, call, fill_name[mode], first_diff(want, got, lw));
+        CHECK(first_diff_f(r, gr, n, 1) == n,
+              "topkq policy n=%zu bucket %zu call %d%s: residual differs at %zu", n, bucket, call,
+              fill_name[mode], first_diff_f(r, gr, n, 1));
+        CHECK(memcmp(&cpu_ctl, &gpu_ctl, sizeof cpu_ctl) == 0,
+              "topkq policy n=%zu bucket %zu call %d%s: the controllers learnt differently", n,
+              bucket, call, fill_name[mode]);
+    }
+    /* More than one width was chosen, or the test says little (an input
+     * with inf or NaN is sent as it is, without the policy). */
+    CHECK(n < 1000 || mode == FILL_SPECIAL ||
+              cpu_ctl.chosen_bits != cpu_ctl.chosen_buckets * acfg.var.widths[0],
+          "topkq policy n=%zu: every bucket at the narrowest width (%llu bits, %llu buckets)", n, (unsigned long long)cpu_ctl.chosen_bits, (unsigned long long)cpu_ctl.chosen_buckets);
+    gcmpi_gpu_set_width_policy(ctx, NULL);
+    gcmpi_gpu_dealloc(ctx, dg);
+    gcmpi_gpu_dealloc(ctx, dr);
+    if (ddst) gcmpi_gpu_dealloc(ctx, ddst);
+    gc_workspace_free(ws);
+    free(g), free(r), free(gr), free(want), free(got);
+    return 5;
+}
+
+static int test_topkq_policy(size_t max_n)
+{
+    static const size_t sizes[] = {1, 7, 1000, 4099, (1u << 20) + 3};
+    int cases = 0;
+    for (size_t si = 0; si < sizeof sizes / sizeof *sizes && sizes[si] <= max_n; si++) {
+        cases += policy_case(sizes[si], FILL_RANDOM, 64, (int)(si & 1));
+        cases += policy_case(sizes[si], FILL_TIES, 17, (int)(~si & 1));
+    }
+    cases += policy_case(5000, FILL_SPECIAL, 64, 1);
+    return cases;
+}
+
 static int listed(const char *list, const char *name)
 {
     const size_t len = strlen(name);
@@ -555,6 +732,8 @@ int main(void)
         }
     }
     if (!only || listed(only, "topk") || listed(only, "dgc")) cases += test_encode_momentum(max_n);
+    if (!only || listed(only, "adapt")) cases += test_adapt(max_n);
+    if (!only || listed(only, "topkq")) cases += test_topkq_policy(max_n);
     test_errors();
     gcmpi_gpu_destroy(ctx);
     if (failures) {
