@@ -17,7 +17,7 @@
 
 /* Scratch buffers owned by one communicator's state, grown and reused so
  * the steady state allocates nothing. */
-#define GCMPI_SCRATCH_SLOTS 9
+#define GCMPI_SCRATCH_SLOTS 8
 typedef struct gcmpi_scratch {
     void  *buf[GCMPI_SCRATCH_SLOTS];
     size_t cap[GCMPI_SCRATCH_SLOTS];
@@ -25,8 +25,7 @@ typedef struct gcmpi_scratch {
 
 /* Slots 0..5 belong to the collective algorithms (coll_impl.h names
  * them), slots from GCMPI_SCRATCH_SHIM_FIRST on to the shim: +0 and +1
- * GCMPI_VERIFY's copies (+1 is also the adaptive layer's, adapt_call.h),
- * +2 the host copy of a device gradient for the adaptive layer. */
+ * GCMPI_VERIFY's copies (+1 is also the adaptive layer's, adapt_call.h). */
 #define GCMPI_SCRATCH_SHIM_FIRST 6
 
 /* Returns a buffer of >= bytes in slot (below GCMPI_SCRATCH_SLOTS), or
@@ -58,6 +57,10 @@ typedef struct gcmpi_ef_slot {
                           local momentum u, then the application's momentum
                           m as the library mirrors it (coll_momentum.c)  */
     void *adapt;       /* the adaptive layer's block (gc_adapt.h)        */
+    float *history;    /* device buffers: the block's n floats of history,
+                          kept apart in device memory after the momentum
+                          (gc_adapt.h "the history kept apart"); NULL on
+                          the host, where they are in the block          */
     int fresh;         /* 1 on the first call with this key              */
     int adapt_fresh;   /* 1 when adapt is new (zeroed, not initialised)  */
     int state_reset;   /* 1 when state belongs to other parameters (the
@@ -77,11 +80,13 @@ void gcmpi_coll_slot_sizes(const gcmpi_config *cfg, gcmpi_algo algo, size_t coun
                            int comm_size, size_t *server_floats, size_t *state_floats);
 
 /* Floats of a slot's momentum part (GCMPI_MOMENTUM) for an allreduce of
- * count floats: 2*count when on, else 0. The shim asks for them after the
- * codec state (one entry, so eviction drops all of a key's state at once)
- * and gcmpi_coll_slot_split points slot->momentum at them. */
+ * count floats: 2*count when on, else 0. The shim asks for them, and for a
+ * device buffer's adaptive history, after the codec state (one entry, so
+ * eviction drops all of a key's state at once) and gcmpi_coll_slot_split
+ * points slot->momentum and slot->history at them. */
 size_t gcmpi_coll_momentum_floats(const gcmpi_config *cfg, size_t count);
-void gcmpi_coll_slot_split(gcmpi_ef_slot *slot, size_t state_floats, size_t momentum_floats);
+void gcmpi_coll_slot_split(gcmpi_ef_slot *slot, size_t state_floats, size_t momentum_floats,
+                           size_t history_floats);
 
 /* The largest powersgd rank a call can use under cfg (cfg->params.rank
  * unless EDGC adapts it). */

@@ -129,10 +129,13 @@ int gcmpi_coll_exact(gcmpi_coll_ctx *ctx, gcmpi_algo algo, size_t count)
     return algo == GCMPI_ALGO_PASS || (algo == GCMPI_ALGO_HIER && gcmpi_hier_exact(ctx, count));
 }
 
-void gcmpi_coll_slot_split(gcmpi_ef_slot *slot, size_t state_floats, size_t momentum_floats)
+void gcmpi_coll_slot_split(gcmpi_ef_slot *slot, size_t state_floats, size_t momentum_floats,
+                           size_t history_floats)
 {
-    if (!slot->state || momentum_floats == 0) return;
-    slot->momentum = slot->state + state_floats;
+    float *base = slot->state;
+    if (!base) return;
+    slot->momentum = momentum_floats ? base + state_floats : NULL;
+    slot->history = history_floats ? base + state_floats + momentum_floats : NULL;
     if (state_floats == 0) slot->state = NULL;
 }
 

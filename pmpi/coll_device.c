@@ -39,10 +39,7 @@ int gcmpi_device_has_kernels(const gcmpi_config *cfg, gcmpi_algo algo)
            (algo == GCMPI_ALGO_ALLGATHER || algo == GCMPI_ALGO_RSAG ||
             algo == GCMPI_ALGO_SPARSE_RD) &&
            g->supports(cfg->codec) && cfg->params.zstd_level == 0 &&
-           (!gcmpi_coll_momentum_on(cfg) || g->encode_momentum_supports(cfg->codec)) &&
-           /* topkq's kernels run at the fixed width; the variance layer's
-            * per-bucket widths are the host encoder's */
-           !(cfg->adapt.method == GC_ADAPT_VARIANCE && strcmp(gc_codec_name(cfg->codec), "topkq") == 0);
+           (!gcmpi_coll_momentum_on(cfg) || g->encode_momentum_supports(cfg->codec));
 }
 
 /* Encode g[0..n) (device) with residual r (device or NULL) into dst

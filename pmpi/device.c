@@ -149,6 +149,11 @@ static int load_gpu(void)
     RESOLVE(encode_momentum, "gcmpi_gpu_encode_momentum");
     RESOLVE(sparse_rd_set, "gcmpi_gpu_sparse_rd_set");
     RESOLVE(sparse_rd_out, "gcmpi_gpu_sparse_rd_out");
+    RESOLVE(set_width_policy, "gcmpi_gpu_set_width_policy");
+    RESOLVE(adapt_sample, "gcmpi_gpu_adapt_sample");
+    RESOLVE(adapt_gct_shape, "gcmpi_gpu_adapt_gct_shape");
+    RESOLVE(adapt_remember, "gcmpi_gpu_adapt_remember");
+    RESOLVE(adapt_var_moves, "gcmpi_gpu_adapt_var_moves");
     return 0;
 }
 

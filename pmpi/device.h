@@ -65,6 +65,15 @@ typedef struct gcmpi_gpu_table {
                             size_t cap);
     size_t (*sparse_rd_out)(gcmpi_gpu_ctx *ctx, const uint32_t *units, size_t m, size_t n,
                             float *out);
+    void (*set_width_policy)(gcmpi_gpu_ctx *ctx, const gc_width_policy *p);
+    size_t (*adapt_sample)(gcmpi_gpu_ctx *ctx, const float *x, size_t n, size_t m,
+                           uint64_t seed, float *sample);
+    size_t (*adapt_gct_shape)(gcmpi_gpu_ctx *ctx, const float *g, const float *prev, size_t n,
+                              int with_prev, float c, float eps, int eq9, float *out);
+    size_t (*adapt_remember)(gcmpi_gpu_ctx *ctx, const float *sum, size_t n, int ranks,
+                             float *prev);
+    size_t (*adapt_var_moves)(gcmpi_gpu_ctx *ctx, const float *sum, size_t n, int ranks,
+                              float *prev, double *moved, double *norm);
 } gcmpi_gpu_table;
 
 /* What the device path did in this process (summed over ranks in the
@@ -116,7 +125,11 @@ enum {
     GCMPI_DEV_HOST_NODE,   /* hier: the vector's host copy for the node  */
     GCMPI_DEV_HOST_SLOTS
 };
-enum { GCMPI_DEV_BUF_CHUNK = 0, GCMPI_DEV_BUF_SLOTS };
+enum {
+    GCMPI_DEV_BUF_CHUNK = 0, /* a chunk or payload in device memory         */
+    GCMPI_DEV_BUF_SHAPED,    /* the adaptive layer's GCT-shaped gradient    */
+    GCMPI_DEV_BUF_SLOTS
+};
 void *gcmpi_device_host_buffer(unsigned slot, size_t bytes);
 void *gcmpi_device_buffer(unsigned slot, size_t bytes);
 

@@ -281,14 +281,16 @@ static gcmpi_coll_ctx context_of(gcmpi_comm_state *st, gcmpi_call_stats *cs)
 }
 
 /* The key's slot: residuals when error feedback is on, the adaptive block
- * when the layer is (count floats of the first allreduce key). */
+ * when the layer is (count floats of the first allreduce key; for a device
+ * buffer its history is device memory after the codec state). */
 static gcmpi_ef_entry *residual_of(gcmpi_comm_state *st, const gcmpi_ef_key *key,
                                    gcmpi_algo algo, gcmpi_ef_slot *slot, int on_dev)
 {
     const int allreduce = key->kind == GCMPI_KIND_ALLREDUCE;
     const gcmpi_config *c = allreduce ? &cfg : &ag_cfg;
     const int residuals = allreduce ? st->residuals : st->allgather_residuals;
-    const size_t adapt = allreduce ? gcmpi_adapt_slot_bytes(&cfg, (size_t)key->count) : 0;
+    const size_t adapt = allreduce ? gcmpi_adapt_slot_bytes(&cfg, (size_t)key->count, on_dev) : 0;
+    const size_t history = allreduce ? gcmpi_adapt_device_floats(&cfg, (size_t)key->count, on_dev) : 0;
     if (!st->ef || (!residuals && adapt == 0) || algo == GCMPI_ALGO_PASS) {
         memset(slot, 0, sizeof *slot);
         slot->fresh = slot->adapt_fresh = 1;
@@ -300,9 +302,9 @@ static gcmpi_ef_entry *residual_of(gcmpi_comm_state *st, const gcmpi_ef_key *key
         if (allreduce) momentum = gcmpi_coll_momentum_floats(c, key->count);
     }
     gcmpi_ef_entry *e = gcmpi_ef_acquire_in(st->ef, key, on_dev ? GCMPI_EF_DEVICE : GCMPI_EF_HOST,
-                                            residuals ? key->count : 0, server, state + momentum,
-                                            adapt, slot);
-    gcmpi_coll_slot_split(slot, state, momentum);
+                                            residuals ? key->count : 0, server,
+                                            state + momentum + history, adapt, slot);
+    gcmpi_coll_slot_split(slot, state, momentum, history);
     return e;
 }
 
@@ -436,23 +438,11 @@ static int allreduce_run(gcmpi_comm_state *st, MPI_Comm comm, const void *sendbu
     const int adaptive = gc_adapt_active(&cfg.adapt) && count > 0 && rc == MPI_SUCCESS;
     gcmpi_adapt_call ac;
     const float *send = in;
-    float *seen = NULL; /* device buffers: the host copy the adaptive layer reads */
     if (adaptive) {
         call = cfg;
         ctx.cfg = &call;
         used = &call.params;
-        if (on_dev) {
-            /* The layer's statistics and shaping run on the host (its state
-             * is host memory in the entry); the gradient comes over once. */
-            seen = verify_buffer(st, 2, count);
-            rc = gcmpi_device_copy(seen, in, count * sizeof(float), 1);
-        }
-        /* rc is this rank's alone: the layer's agreement still runs so no
-         * rank waits, and the call fails after the collective. */
-        int local = rc;
-        rc = gcmpi_adapt_begin(&ac, &cfg, st, &ctx, &slot, seen ? seen : in, count, &call, &send);
-        if (seen && send == seen) send = in; /* unshaped: the device buffer itself */
-        if (local != MPI_SUCCESS) rc = local;
+        rc = gcmpi_adapt_begin(&ac, &cfg, st, &ctx, &slot, in, count, on_dev, &call, &send);
     }
     /* The warm-up's floor under the adapted ratio. */
     if (warming && adaptive && rc == MPI_SUCCESS) {
@@ -471,10 +461,8 @@ static int allreduce_run(gcmpi_comm_state *st, MPI_Comm comm, const void *sendbu
     else if (rc == MPI_SUCCESS)
         rc = gcmpi_allreduce_compressed(&ctx, algo, send, recvbuf, count, &slot);
     gc_adapt_report rep = {NAN, NAN, NAN, NAN, NAN, NAN};
-    if (adaptive && seen && rc == MPI_SUCCESS) /* the result, observed on the host */
-        rc = gcmpi_device_copy(seen, recvbuf, count * sizeof(float), 1);
     if (adaptive)
-        gcmpi_adapt_end(&ac, &cfg, st, rc == MPI_SUCCESS, seen ? seen : recvbuf, count, &cs, &rep);
+        gcmpi_adapt_end(&ac, &cfg, st, rc == MPI_SUCCESS, recvbuf, count, &cs, &rep);
     gcmpi_ef_release(entry);
     gcmpi_stats_add_call(&st->stats[GCMPI_KIND_ALLREDUCE], &cs, rc != MPI_SUCCESS);
     if (rc == MPI_SUCCESS && count > 0) timeline_add(st, used, &rep, &cs, count);

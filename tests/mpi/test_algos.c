@@ -1806,7 +1806,7 @@ static void ef_alloc_momentum(ef_buf *e, harness *h, gcmpi_algo algo, size_t n)
     e->slot.server = server ? calloc(server, sizeof(float)) : NULL;
     e->slot.state = calloc(state + mom, sizeof(float));
     e->slot.fresh = 1;
-    gcmpi_coll_slot_split(&e->slot, state, mom);
+    gcmpi_coll_slot_split(&e->slot, state, mom, 0);
 }
 
 /* GCMPI_MOMENTUM with fp16 (nearly exact, error feedback on): the library
