@@ -10,12 +10,12 @@
  *   0x1.0c6f7a0b5ed8dp-12
  *   ...
  *   settled 1
- *   535818 0x1.47ae147ae147bp-7 passthrough
+ *   535818 0x1.47ae147ae147bp-7 passthrough 0x1.0624dd2f1a9fcp-10
  *   crc32c 1a2b3c4d
  *
  * settled lines are trials' outcomes: a call size, the kept fraction it
- * was tried at, the algorithm. The CRC32C covers every byte before its
- * line. */
+ * was tried at, the algorithm, its median trial call (seconds, 0 when not
+ * known). The CRC32C covers every byte before its line. */
 #include "auto_cache.h"
 
 #include <errno.h>
@@ -57,7 +57,7 @@ int gcmpi_auto_cache_write_file(const char *path, const char *key, const gcmpi_a
 {
     const int n = GCMPI_AUTO_FIGURES;
     const size_t cap = 256 + strlen(key) + (size_t)n * FIGURE_LINE +
-                       (size_t)in->n_settled * (2 * FIGURE_LINE + 16);
+                       (size_t)in->n_settled * (3 * FIGURE_LINE + 16);
     char *text = malloc(cap);
     if (!text) return -1;
     int len = snprintf(text, cap,
@@ -69,8 +69,9 @@ int gcmpi_auto_cache_write_file(const char *path, const char *key, const gcmpi_a
     if (len > 0 && (size_t)len < cap)
         len += snprintf(text + len, cap - (size_t)len, "settled %d\n", in->n_settled);
     for (int i = 0; i < in->n_settled && len > 0 && (size_t)len < cap; i++)
-        len += snprintf(text + len, cap - (size_t)len, "%zu %a %s\n", in->settled[i].count,
-                        in->settled[i].ratio, gcmpi_algo_name(in->settled[i].algo));
+        len += snprintf(text + len, cap - (size_t)len, "%zu %a %s %a\n", in->settled[i].count,
+                        in->settled[i].ratio, gcmpi_algo_name(in->settled[i].algo),
+                        in->settled[i].median_s);
     if (len > 0 && (size_t)len < cap)
         len += snprintf(text + len, cap - (size_t)len, "crc32c %08x\n",
                         (unsigned)gc_crc32c(0, text, (size_t)len));
@@ -118,13 +119,19 @@ static int parse_number(const char *s, char **end, double *v)
     return *end != s && !errno && isfinite(*v) && *v >= 0;
 }
 
-static int parse_algo(const char *name, gcmpi_algo *out)
+/* An algorithm's name at s, up to the next blank; *end after it. */
+static int parse_algo_word(char *s, char **end, gcmpi_algo *out)
 {
-    for (int a = 0; a < GCMPI_ALGO_COUNT; a++)
-        if (strcmp(name, gcmpi_algo_name((gcmpi_algo)a)) == 0) {
+    char *blank = strchr(s, ' ');
+    const size_t len = blank ? (size_t)(blank - s) : strlen(s);
+    for (int a = 0; a < GCMPI_ALGO_COUNT; a++) {
+        const char *name = gcmpi_algo_name((gcmpi_algo)a);
+        if (strlen(name) == len && strncmp(s, name, len) == 0) {
             *out = (gcmpi_algo)a;
+            *end = s + len;
             return 1;
         }
+    }
     return 0;
 }
 
@@ -151,8 +158,9 @@ static int parse_file(char *text, const char *key, gcmpi_auto_cached *out)
         double count;
         if (!(line = next_line(&at)) || !parse_number(line, &end, &count) || *end != ' ' ||
             count != (double)(size_t)count || !parse_number(end + 1, &end, &r->ratio) ||
-            *end != ' ' || !parse_algo(end + 1, &r->algo) || r->algo == GCMPI_ALGO_AUTO ||
-            r->algo == GCMPI_ALGO_RULE)
+            *end != ' ' || !parse_algo_word(end + 1, &end, &r->algo) ||
+            r->algo == GCMPI_ALGO_AUTO || r->algo == GCMPI_ALGO_RULE || *end != ' ' ||
+            !parse_number(end + 1, &end, &r->median_s) || *end)
             return -1;
         r->count = (size_t)count;
     }
@@ -262,7 +270,8 @@ static uint64_t mix(uint64_t z)
 }
 
 int gcmpi_auto_cache_lookup(const gcmpi_config *cfg, MPI_Comm comm, const gcmpi_nodes *nodes,
-                            gcmpi_auto_cache *c, gcmpi_auto_cached *out, int *found)
+                            const char *collective, gcmpi_auto_cache *c,
+                            gcmpi_auto_cached *out, int *found)
 {
     int rank, p;
     PMPI_Comm_rank(comm, &rank);
@@ -290,9 +299,9 @@ int gcmpi_auto_cache_lookup(const gcmpi_config *cfg, MPI_Comm comm, const gcmpi_
         mpi_words(mpi, sizeof mpi);
         const int k = snprintf(
             c->key, sizeof c->key,
-            "libgcmpi=%s calibration=%d figures=%d mpi=%s ranks=%d nodes=%d node_size=%d-%d "
-            "shm=%d config=%016llx hosts=%016llx",
-            GCMPI_VERSION, GCMPI_AUTO_CALIBRATION_VERSION, GCMPI_AUTO_FIGURES, mpi, p,
+            "libgcmpi=%s calibration=%d collective=%s figures=%d mpi=%s ranks=%d nodes=%d "
+            "node_size=%d-%d shm=%d config=%016llx hosts=%016llx",
+            GCMPI_VERSION, GCMPI_AUTO_CALIBRATION_VERSION, collective, GCMPI_AUTO_FIGURES, mpi, p,
             nodes->n_nodes, nodes->min_node_size, nodes->max_node_size, nodes->shm_possible,
             (unsigned long long)gcmpi_config_hash(cfg), (unsigned long long)hosts);
         const int m = snprintf(c->path, sizeof c->path, "%s/auto-%016llx.txt", c->dir,

@@ -12,8 +12,11 @@
  * the MPI's own settings, a loaded machine) is caught before use: one
  * link figure is measured again (coll_auto.c), and a cached model that
  * misses it by GCMPI_AUTO_CACHE_TOLERANCE is measured afresh and saved
- * over. A missing, unreadable, corrupt or foreign file is a miss, never an
- * error: the job calibrates as without a cache. */
+ * over. MPI_Allgather's trials (coll_auto_gather.c) have no figures: their
+ * file (its own key, collective=allgather) holds the settled rows alone,
+ * each checked by the first call of its size against its median. A
+ * missing, unreadable, corrupt or foreign file is a miss, never an error:
+ * the job calibrates as without a cache. */
 #ifndef GCMPI_AUTO_CACHE_H
 #define GCMPI_AUTO_CACHE_H
 
@@ -24,7 +27,9 @@
 
 /* Bump when a figure's meaning changes (sizes, how runs are timed): older
  * files then no longer match any key. */
-#define GCMPI_AUTO_CALIBRATION_VERSION 2 /* 2: the 64 KiB allreduces */
+#define GCMPI_AUTO_CALIBRATION_VERSION 3 /* 2: the 64 KiB allreduces; 3: a
+                                            settled line's median, the
+                                            collective in the key */
 /* A cached model holds while a fresh run of its checked figure is within
  * this factor of the cached one. Runs of one figure varied by up to 1.7x
  * on this 2-core machine; 1 and 10 Gbit/s differ by several times. */
@@ -41,14 +46,16 @@ typedef struct gcmpi_auto_cache {
     char key[GCMPI_AUTO_CACHE_KEY_LEN];
 } gcmpi_auto_cache;
 
-/* Looks comm's calibration up. Collective over comm: one reduction of the
- * ranks' host names (hashed) to rank 0, which reads the file, and one
- * broadcast of what it found. On return *found is the same on every
- * rank, and when it is 1 *out holds the file's contents everywhere.
- * Returns an MPI error code (a failed collective); a cache that cannot
- * be read is *found = 0 with MPI_SUCCESS. */
+/* Looks comm's calibration up for collective ("allreduce" or
+ * "allgather"). Collective over comm: one reduction of the ranks' host
+ * names (hashed) to rank 0, which reads the file, and one broadcast of
+ * what it found. On return *found is the same on every rank, and when it
+ * is 1 *out holds the file's contents everywhere. Returns an MPI error
+ * code (a failed collective); a cache that cannot be read is *found = 0
+ * with MPI_SUCCESS. */
 int gcmpi_auto_cache_lookup(const gcmpi_config *cfg, MPI_Comm comm, const gcmpi_nodes *nodes,
-                            gcmpi_auto_cache *c, gcmpi_auto_cached *out, int *found);
+                            const char *collective, gcmpi_auto_cache *c,
+                            gcmpi_auto_cached *out, int *found);
 
 /* Rank 0 (c->on), local: writes *in under c's key, through a temporary
  * file and a rename so that a concurrent job reads the old file or the

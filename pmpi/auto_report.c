@@ -20,6 +20,8 @@ typedef struct retired {
     char cache_file[GCMPI_AUTO_CACHE_FILE_LEN];
     int has_model;    /* 0: MPI_Allgather rows alone (no calibration) */
     int n, n_gather;
+    int gather_saved; /* MPI_Allgather's rows: as cache_saved, their file's */
+    char gather_file[GCMPI_AUTO_CACHE_FILE_LEN];
     gcmpi_auto_choice choices[GCMPI_AUTO_MAX_CHOICES];
     gcmpi_auto_choice gather[GCMPI_AUTO_MAX_CHOICES]; /* MPI_Allgather's */
     struct retired *next;
@@ -55,7 +57,11 @@ void gcmpi_auto_report_retire(const char *comm, const gcmpi_coll_cache *cache)
         r->n_nodes = g->n_nodes;
     }
     r->n_gather = n_gather;
-    if (n_gather) memcpy(r->gather, g->rows, (size_t)n_gather * sizeof *g->rows);
+    if (n_gather) {
+        memcpy(r->gather, g->rows, (size_t)n_gather * sizeof *g->rows);
+        r->gather_saved = g->cache_saved;
+        memcpy(r->gather_file, g->cache_file, sizeof r->gather_file);
+    }
     pthread_mutex_lock(&lock);
     *tail = r;
     tail = &r->next;
@@ -110,6 +116,18 @@ void gcmpi_auto_report_print(FILE *f)
                     "-> %s, measured %.3f ms over %llu calls%s",
                     r->comm, r->p, r->n_nodes, c->count, gather_way(c->algo), mean_ms(c),
                     (unsigned long long)c->calls, c->device ? ", on device buffers" : "");
+            /* A cached way: its check call, and whether it held. */
+            if (c->checked_s > 0)
+                fprintf(f, "%s (its check: %.3f ms cached, %.3f ms now)",
+                        c->from_cache ? ", settled from the cache"
+                                      : ", the cache's way missed its check",
+                        1e3 * c->cached_s, 1e3 * c->checked_s);
+            const char *how = !r->gather_file[0]   ? NULL
+                              : c->from_cache       ? ", from"
+                              : r->gather_saved > 0 ? ", saved to"
+                              : r->gather_saved < 0 ? ", could not be saved to"
+                                                    : NULL;
+            if (how) fprintf(f, "%s %s", how, r->gather_file);
             print_trial(f, c, gather_way);
         }
         if (!r->has_model) continue;

@@ -156,12 +156,14 @@ void gcmpi_nodes_free(gcmpi_nodes *nodes);
 #define GCMPI_AUTO_RETRIAL_FACTOR 2.0
 #define GCMPI_AUTO_RETRIALS 8
 /* A trial's outcome as GCMPI_AUTO_CACHE keeps it: a call size, the
- * kept fraction it was tried at (sparse codecs under a warm-up) and the
- * algorithm settled on. */
+ * kept fraction it was tried at (sparse codecs under a warm-up), the
+ * algorithm settled on and its median trial call on the slowest rank
+ * (what MPI_Allgather's rows are checked against; 0: not known). */
 typedef struct gcmpi_auto_settled {
     size_t count;
     double ratio;
     gcmpi_algo algo;
+    double median_s;
 } gcmpi_auto_settled;
 
 #define GCMPI_AUTO_FIGURES 46
@@ -201,6 +203,12 @@ typedef struct gcmpi_auto_choice {
                               latest trial's calls (0: not known)        */
     int retrials;          /* trials started again since the first      */
     int from_cache;        /* settled on a cached trial's outcome        */
+    /* MPI_Allgather: a cached outcome under its check (coll_auto_gather.c) */
+    int checking, checks;  /* check calls running; how many failed      */
+    gcmpi_algo check_algo;
+    double cached_s;       /* the cached median call                     */
+    double check_s;        /* this rank's last check call               */
+    double checked_s;      /* the slowest rank's, agreed (0: none yet)  */
 } gcmpi_auto_choice;
 
 /* Where a model's figures came from (GCMPI_AUTO_CACHE, auto_cache.h). */
@@ -238,6 +246,13 @@ typedef struct gcmpi_gather_choices {
     int p, n_nodes;           /* the communicator's ranks and nodes      */
     int n;
     gcmpi_auto_choice rows[GCMPI_AUTO_MAX_CHOICES];
+    /* GCMPI_AUTO_CACHE: the settled rows of an earlier job with the same
+     * key (n_settled, no figures), the same on every rank, and rank 0's
+     * file (NULL: none, or not rank 0); cache_saved as the model's. */
+    gcmpi_auto_cached cached;
+    struct gcmpi_auto_cache *cache;
+    int cache_saved;
+    char cache_file[GCMPI_AUTO_CACHE_FILE_LEN];
 } gcmpi_gather_choices;
 
 /* What a communicator keeps for the algorithms across calls: built on
@@ -323,6 +338,9 @@ int gcmpi_auto_next_candidate(gcmpi_coll_ctx *ctx, gcmpi_auto_choice *c, int *rc
  * calls were on device buffers, into c->trial_median_s and c->device: one
  * PMPI_Allreduce (MAX) over ctx->comm, so every rank holds the same. */
 int gcmpi_auto_agree_medians(gcmpi_coll_ctx *ctx, gcmpi_auto_choice *c);
+/* The agreed median trial call of a settled row's algorithm; 0 when it
+ * was not tried (settled from a cache, or a single candidate). */
+double gcmpi_auto_settled_median(const gcmpi_auto_choice *c);
 /* One call's seconds into its row: a trial call of algo, or (settled) a
  * call of the settled algorithm. */
 void gcmpi_auto_record(gcmpi_auto_choice *c, gcmpi_algo algo, double seconds, int on_device);

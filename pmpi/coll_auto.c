@@ -104,6 +104,7 @@ void gcmpi_coll_cache_free(gcmpi_coll_cache *c)
     gcmpi_nodes_free(c->nodes);
     if (c->model) free(c->model->cache);
     free(c->model);
+    if (c->gather) free(c->gather->cache);
     free(c->gather);
     c->nodes = NULL;
     c->model = NULL;
@@ -669,7 +670,8 @@ int gcmpi_auto_model_of(gcmpi_coll_ctx *ctx, gcmpi_auto_model **out)
     const double t0 = PMPI_Wtime();
     int found = 0;
     if (rc == MPI_SUCCESS)
-        rc = gcmpi_auto_cache_lookup(ctx->cfg, ctx->comm, nodes, cache, &m->cached, &found);
+        rc = gcmpi_auto_cache_lookup(ctx->cfg, ctx->comm, nodes, "allreduce", cache, &m->cached,
+                                     &found);
     if (rc == MPI_SUCCESS && found) {
         rc = cached_figures_hold(ctx, nodes, m->cached.figures, &m->check_cached_s,
                                  &m->check_fresh_s, &found);
@@ -784,6 +786,7 @@ static void remember_outcome(gcmpi_auto_model *m, const gcmpi_auto_choice *c)
     row->count = c->count;
     row->ratio = c->ratio;
     row->algo = c->algo;
+    row->median_s = gcmpi_auto_settled_median(c);
     save_cached(m);
 }
 
@@ -998,6 +1001,14 @@ void gcmpi_auto_note(gcmpi_coll_ctx *ctx, size_t count, gcmpi_algo algo, double 
     if (!c->settled) c->ratio = ratio;
     gcmpi_auto_record(c, algo, seconds, ctx->on_device);
     if (c->settled && c->algo == algo) retrial_if_moved(ctx->cfg, c, ratio);
+}
+
+double gcmpi_auto_settled_median(const gcmpi_auto_choice *c)
+{
+    if (!c->settled || c->from_cache) return 0.0;
+    for (int i = 0; i < c->n_trial; i++)
+        if (c->trial[i] == c->algo && c->trial_calls[i] > 0) return c->trial_median_s[i];
+    return 0.0;
 }
 
 void gcmpi_auto_record(gcmpi_auto_choice *c, gcmpi_algo algo, double seconds, int on_device)

@@ -19,10 +19,62 @@
  * No cost model: the three candidates' calls are the whole measurement,
  * and a job that only gathers does not pay allreduce's calibration. Flat
  * and node by node decode the same bytes (every rank's result is the same
- * either way), so among them only time decides. */
+ * either way), so among them only time decides.
+ *
+ * GCMPI_AUTO_CACHE keeps the settled rows (size, way, median call) in a
+ * file of their own key. A later job with that key runs a size's first
+ * call the cached way, timed as a trial call, and settles on it when the
+ * slowest rank's call is within GCMPI_AUTO_CACHE_TOLERANCE of the cached
+ * median; after two misses (a passing load fails one) it tries the three
+ * as without a cache, that call counting as the way's first, and saves
+ * the new outcome over the old. */
 #include "coll_impl.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "auto_cache.h"
+
+/* The cached outcome for count; NULL for none. The same on every rank. */
+static gcmpi_auto_settled *cached_row(gcmpi_gather_choices *g, size_t count)
+{
+    for (int i = 0; i < g->cached.n_settled; i++)
+        if (g->cached.settled[i].count == count) return &g->cached.settled[i];
+    return NULL;
+}
+
+/* The file's rows, looked up once per communicator (collective). */
+static int look_up(gcmpi_coll_ctx *ctx, gcmpi_gather_choices *g)
+{
+    if (!ctx->cache->nodes) return MPI_SUCCESS; /* no node split: no key */
+    gcmpi_auto_cache *c = malloc(sizeof *c);
+    int ok = c != NULL, all = 0, found = 0;
+    int rc = PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, ctx->comm);
+    if (rc == MPI_SUCCESS && all)
+        rc = gcmpi_auto_cache_lookup(ctx->cfg, ctx->comm, ctx->cache->nodes, "allgather", c,
+                                     &g->cached, &found);
+    if (!found) memset(&g->cached, 0, sizeof g->cached);
+    if (rc == MPI_SUCCESS && all && c->on) {
+        snprintf(g->cache_file, sizeof g->cache_file, "%s", c->path);
+        g->cache = c;
+        c = NULL;
+    }
+    free(c);
+    return rc;
+}
+
+/* A settled trial into the table (replacing the row of its size), saved
+ * by rank 0. */
+static void remember(gcmpi_gather_choices *g, const gcmpi_auto_choice *c, double ratio)
+{
+    gcmpi_auto_settled *row = cached_row(g, c->count);
+    if (!row && g->cached.n_settled < GCMPI_AUTO_MAX_CHOICES)
+        row = &g->cached.settled[g->cached.n_settled++];
+    if (!row) return;
+    *row = (gcmpi_auto_settled){c->count, ratio, c->algo, gcmpi_auto_settled_median(c)};
+    if (g->cache) g->cache_saved = gcmpi_auto_cache_save(g->cache, &g->cached, 0.0) == 0 ? 1 : -1;
+}
 
 /* The communicator's table of MPI_Allgather rows, made on its first
  * auto call; every rank learns whether every rank could allocate it, so
@@ -41,7 +93,7 @@ static int choices_of(gcmpi_coll_ctx *ctx, gcmpi_gather_choices **out)
     g->p = ctx->size;
     g->n_nodes = ctx->cache->nodes ? ctx->cache->nodes->n_nodes : 1;
     *out = ctx->cache->gather = g;
-    return MPI_SUCCESS;
+    return look_up(ctx, g);
 }
 
 /* A new row: node by node (where it applies), flat, passthrough. Its
@@ -54,6 +106,42 @@ static void start_trial(gcmpi_auto_choice *c, int by_node)
     c->trial[c->n_trial++] = GCMPI_ALGO_PASS;
     c->model = c->trial[0];
     c->algo = c->model;
+}
+
+/* A cached way to check on this size's first call: 1 when the row now
+ * runs it (known among the candidates, with a median to check). */
+static int start_check(gcmpi_gather_choices *g, gcmpi_auto_choice *c)
+{
+    const gcmpi_auto_settled *known = cached_row(g, c->count);
+    if (!known || !(known->median_s > 0)) return 0;
+    for (int i = 0; i < c->n_trial; i++)
+        if (c->trial[i] == known->algo) {
+            c->checking = 1;
+            c->check_algo = known->algo;
+            c->cached_s = known->median_s;
+            return 1;
+        }
+    return 0;
+}
+
+/* After a check call: the slowest rank's time against the cached median
+ * (one PMPI_Allreduce, so every rank reads the same verdict). Settles on
+ * the cached way when it holds; stops checking after the second miss. */
+static int check_verdict(gcmpi_coll_ctx *ctx, gcmpi_auto_choice *c)
+{
+    double slowest = 0.0;
+    const int rc = PMPI_Allreduce(&c->check_s, &slowest, 1, MPI_DOUBLE, MPI_MAX, ctx->comm);
+    if (rc != MPI_SUCCESS) return rc;
+    c->checked_s = slowest;
+    if (gcmpi_auto_cache_agrees(c->cached_s, slowest)) {
+        c->algo = c->check_algo;
+        c->settled = 1;
+        c->from_cache = 1;
+        c->checking = 0;
+    } else if (++c->checks >= 2) {
+        c->checking = 0;
+    }
+    return MPI_SUCCESS;
 }
 
 /* Every candidate has had its calls: the fastest median on the slowest
@@ -72,6 +160,7 @@ static int settle(gcmpi_coll_ctx *ctx, gcmpi_auto_choice *c)
     }
     c->algo = c->trial[best];
     c->settled = 1;
+    remember(ctx->cache->gather, c, ctx->cfg->params.ratio);
     return MPI_SUCCESS;
 }
 
@@ -93,8 +182,17 @@ gcmpi_algo gcmpi_gather_pick(gcmpi_coll_ctx *ctx, size_t count, int *rc)
     /* Every row taken (the same sizes on every rank): auto's way before
      * it had a trial. */
     if (!c) return by_node ? GCMPI_ALGO_HIER : GCMPI_ALGO_ALLGATHER;
-    if (c->n_trial == 0) start_trial(c, by_node);
+    if (c->n_trial == 0) {
+        start_trial(c, by_node);
+        if (start_check(g, c)) return c->check_algo;
+    }
     if (c->settled) return c->algo;
+    if (c->checking) {
+        *rc = check_verdict(ctx, c);
+        if (*rc != MPI_SUCCESS) return GCMPI_ALGO_PASS;
+        if (c->settled) return c->algo;
+        if (c->checking) return c->check_algo; /* once more */
+    }
     const int next = gcmpi_auto_next_candidate(ctx, c, rc);
     if (*rc != MPI_SUCCESS) return GCMPI_ALGO_PASS;
     if (next >= 0) return c->trial[next];
@@ -118,5 +216,7 @@ int gcmpi_gather_in_trial(gcmpi_coll_ctx *ctx, size_t count)
 void gcmpi_gather_note(gcmpi_coll_ctx *ctx, size_t count, gcmpi_algo way, double seconds)
 {
     gcmpi_auto_choice *c = row_of(ctx, count);
-    if (c) gcmpi_auto_record(c, way, seconds, ctx->on_device);
+    if (!c) return;
+    if (c->checking && way == c->check_algo) c->check_s = seconds;
+    gcmpi_auto_record(c, way, seconds, ctx->on_device);
 }

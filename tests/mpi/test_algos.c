@@ -1043,8 +1043,8 @@ static void test_auto_cache_file_round_trips_and_refuses_damage(harness *h)
         want.figures[i] = i % 3 == 0 ? 0.0 : ldexp(1.0 + i / 64.0, i - 20); /* 0 and odd bits */
     want.figures[1] = 0x1.fffffffffffffp-3;
     want.n_settled = 2;
-    want.settled[0] = (gcmpi_auto_settled){535818, 0.25, GCMPI_ALGO_PASS};
-    want.settled[1] = (gcmpi_auto_settled){(size_t)1 << 24, 0.01, GCMPI_ALGO_SPARSE_RD};
+    want.settled[0] = (gcmpi_auto_settled){535818, 0.25, GCMPI_ALGO_PASS, 0x1.0624dd2f1a9fcp-10};
+    want.settled[1] = (gcmpi_auto_settled){(size_t)1 << 24, 0.01, GCMPI_ALGO_SPARSE_RD, 0.0};
     const char *key = "libgcmpi=test ranks=4 hosts=0123";
     CHECK(gcmpi_auto_cache_write_file(path, key, &want, 1.5) == 0, "write failed");
     CHECK(gcmpi_auto_cache_read_file(path, key, &got) == 0, "read failed");
@@ -1052,7 +1052,8 @@ static void test_auto_cache_file_round_trips_and_refuses_damage(harness *h)
           "figures changed on their way through the file");
     CHECK(got.n_settled == 2 && got.settled[0].count == 535818 && got.settled[0].ratio == 0.25 &&
               got.settled[0].algo == GCMPI_ALGO_PASS && got.settled[1].count == (size_t)1 << 24 &&
-              got.settled[1].ratio == 0.01 && got.settled[1].algo == GCMPI_ALGO_SPARSE_RD,
+              got.settled[1].ratio == 0.01 && got.settled[1].algo == GCMPI_ALGO_SPARSE_RD &&
+              got.settled[0].median_s == want.settled[0].median_s && got.settled[1].median_s == 0.0,
           "settled trials changed on their way through the file");
     CHECK(gcmpi_auto_cache_read_file(path, "libgcmpi=test ranks=8 hosts=0123", &got) != 0,
           "another key's file was taken");
@@ -1065,15 +1066,17 @@ static void test_auto_cache_file_round_trips_and_refuses_damage(harness *h)
     figure = figure ? strchr(figure + 1, '\n') : NULL; /* the first figure's line */
     CHECK(figure != NULL && len > 0, "no figures in the file");
     if (!figure) return;
-    const char *algo = strstr(text, " sparse_rd\n");
-    CHECK(algo != NULL, "no settled line in the file");
-    if (!algo) return;
+    const char *algo = strstr(text, " sparse_rd 0x0p+0\n");
+    const char *median = strstr(text, " passthrough 0x1.");
+    CHECK(algo != NULL && median != NULL, "no settled lines in the file");
+    if (!algo || !median) return;
     const struct {
         const char *what;
         size_t at, keep; /* byte to change (0: none); bytes kept */
     } damage[] = {
         {"a changed figure", (size_t)(figure - text) + 5, len},
         {"a changed algorithm", (size_t)(algo - text) + 2, len},
+        {"a changed median", (size_t)(median - text) + 16, len},
         {"a cut file", 0, len - 3},
         {"a file without its last line", 0, (size_t)(strrchr(text, 'c') - text)},
     };
@@ -1713,6 +1716,100 @@ static void test_gather_auto_trial_keeps_the_fastest(harness *h)
     use_node_size(h, 0);
 }
 
+/* Gather calls of n floats under auto with faked times (seconds[WAY_*] a
+ * call of that way) until the row settles: the row, and the calls in
+ * *runs. Unlike fake_gather_trial, takes the ways in whatever order the
+ * pick gives (a cached way's check comes first). */
+static gcmpi_auto_choice *gather_until_settled(harness *h, size_t n, const double seconds[3],
+                                               int *runs)
+{
+    gcmpi_auto_choice *c = NULL;
+    for (*runs = 0; *runs <= 4 * GCMPI_AUTO_TRIALS * GCMPI_AUTO_TRIAL_CALLS; (*runs)++) {
+        int rc = MPI_SUCCESS;
+        const gcmpi_algo way = gcmpi_gather_pick(&h->ctx, n, &rc);
+        CHECK(rc == MPI_SUCCESS, "pick rc %d", rc);
+        if (!c && h->cache.gather)
+            c = gcmpi_auto_row(h->cache.gather->rows, &h->cache.gather->n, n, 0);
+        if (!c || c->settled || rc != MPI_SUCCESS) break;
+        const int kind = way == GCMPI_ALGO_HIER ? WAY_NODE
+                         : way == GCMPI_ALGO_PASS ? WAY_PASS : WAY_FLAT;
+        gcmpi_gather_note(&h->ctx, n, way, seconds[kind]);
+    }
+    return c;
+}
+
+/* GCMPI_AUTO_CACHE for MPI_Allgather: a job's settled row is saved by
+ * rank 0 with its median call; the next job runs that way's first call
+ * and settles on it when the call is within the tolerance of the median
+ * (one call, no trial); a job whose two check calls miss (the link got
+ * 10x slower) tries the ways again and saves the new outcome over the
+ * old. Times faked, nodes of one rank (flat and passthrough). */
+static void test_gather_auto_cache_checks_the_cached_way(harness *h)
+{
+    char dir[64] = "/tmp/gcmpi-gather-cache-XXXXXX";
+    const int root = h->ctx.rank == 0;
+    int made = !root || mkdtemp(dir) != NULL;
+    PMPI_Bcast(dir, sizeof dir, MPI_CHAR, 0, h->ctx.comm);
+    CHECK(made, "mkdtemp failed");
+    h->cfg.algo = GCMPI_ALGO_AUTO;
+    use_codec(h, "int8");
+    use_node_size(h, 1);
+    snprintf(h->cfg.auto_cache, sizeof h->cfg.auto_cache, "%s", dir);
+    const size_t n = 4099;
+    const double fast_flat[3] = {0, 1e-3, 3e-3}, slow_flat[3] = {0, 1e-2, 1e-3};
+    static gcmpi_auto_cached file;
+    char path[GCMPI_AUTO_CACHE_FILE_LEN] = "";
+    int runs;
+
+    gcmpi_coll_cache_free(&h->cache);
+    gcmpi_auto_choice *c = gather_until_settled(h, n, fast_flat, &runs);
+    CHECK(c && c->settled && !c->from_cache && c->algo == GCMPI_ALGO_ALLGATHER,
+          "the first job did not settle on flat");
+    const gcmpi_gather_choices *g = h->cache.gather;
+    if (root && g) {
+        CHECK(g->cache_saved == 1 && g->cache_file[0], "rank 0 did not save the outcome");
+        snprintf(path, sizeof path, "%s", g->cache_file);
+        CHECK(g->cache && gcmpi_auto_cache_read_file(path, g->cache->key, &file) == 0 &&
+                  file.n_settled == 1 && file.settled[0].count == n &&
+                  file.settled[0].algo == GCMPI_ALGO_ALLGATHER &&
+                  file.settled[0].median_s == fast_flat[WAY_FLAT],
+              "the file does not hold the outcome and its median");
+        CHECK(g->cache && strstr(g->cache->key, "collective=allgather") != NULL,
+              "the key does not name the collective: %s", g->cache ? g->cache->key : "");
+    }
+
+    /* The next job: its first call (flat, 1.5x the median) holds. */
+    const double a_bit_slower[3] = {0, 1.5e-3, 3e-3};
+    gcmpi_coll_cache_free(&h->cache);
+    c = gather_until_settled(h, n, a_bit_slower, &runs);
+    CHECK(c && c->settled && c->from_cache && c->algo == GCMPI_ALGO_ALLGATHER && runs == 1,
+          "the cached way was not taken after one check call (%d calls)", runs);
+    CHECK(c && c->checked_s == a_bit_slower[WAY_FLAT] && c->cached_s == fast_flat[WAY_FLAT],
+          "the check compared %g with %g", c ? c->checked_s : 0, c ? c->cached_s : 0);
+
+    /* The link 10x slower: two check calls miss, the trial runs again and
+     * passthrough, now the fastest, is saved over flat. */
+    gcmpi_coll_cache_free(&h->cache);
+    c = gather_until_settled(h, n, slow_flat, &runs);
+    CHECK(c && c->settled && !c->from_cache && c->algo == GCMPI_ALGO_PASS && c->checks == 2,
+          "a missed check did not try again (settled on %s)",
+          c ? gcmpi_algo_name(c->algo) : "nothing");
+    int algo = c ? (int)c->algo : -1;
+    CHECK(same_on_all_ranks(h, (const float *)&algo, 1), "ranks settled differently");
+    if (root && h->cache.gather && h->cache.gather->cache)
+        CHECK(gcmpi_auto_cache_read_file(path, h->cache.gather->cache->key, &file) == 0 &&
+                  file.n_settled == 1 && file.settled[0].algo == GCMPI_ALGO_PASS &&
+                  file.settled[0].median_s == slow_flat[WAY_PASS],
+              "the new outcome was not saved over the old");
+    if (root) {
+        unlink(path);
+        rmdir(dir);
+    }
+    snprintf(h->cfg.auto_cache, sizeof h->cfg.auto_cache, "off");
+    gcmpi_coll_cache_free(&h->cache);
+    use_node_size(h, 0);
+}
+
 /* A trial runs as many rounds (a call of each candidate) as fit
  * GCMPI_AUTO_TRIAL_BUDGET_S by its first round on the slowest rank, from
  * GCMPI_AUTO_TRIAL_MIN_CALLS to GCMPI_AUTO_TRIAL_CALLS: every rank the
@@ -2151,6 +2248,7 @@ int main(int argc, char **argv)
         T(test_allgather_op_places_every_block),
         T(test_allgather_op_by_node_equals_flat),
         T(test_gather_auto_trial_keeps_the_fastest),
+        T(test_gather_auto_cache_checks_the_cached_way),
         T(test_auto_trial_rounds_fit_the_budget),
         T(test_gather_auto_calls_stay_correct),
         T(test_auto_choice_follows_the_documented_rule),

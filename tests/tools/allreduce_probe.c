@@ -3,7 +3,9 @@
  * exactly when the sums are right, whatever the number of ranks:
  *   allreduce count=N bytes=B ranks=P iters=K seconds_min=S seconds_max=S
  *   metric=1.5000
- * Rank r contributes 1 + r/(P-1) everywhere, so every sum is 1.5 P. */
+ * Rank r contributes 1 + r/(P-1) everywhere, so every sum is 1.5 P.
+ * --allgather: an MPI_Allgather of --count elements a rank instead
+ * (printed as "allgather ..."), whose gathered values average 1.5. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,10 +29,11 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     long count = 1 << 20, iters = 3;
-    int fail_code = 0;
+    int fail_code = 0, gather = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--count") && i + 1 < argc) count = parse_positive(argv[++i], "--count");
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = parse_positive(argv[++i], "--iters");
+        else if (!strcmp(argv[i], "--allgather")) gather = 1;
         /* Lets the tests see how a failing job is reported. */
         else if (!strcmp(argv[i], "--fail") && i + 1 < argc) fail_code = (int)parse_positive(argv[++i], "--fail");
         else {
@@ -45,7 +48,8 @@ int main(int argc, char **argv)
         return fail_code;
     }
     float *buf = malloc((size_t)count * sizeof *buf);
-    if (!buf) {
+    float *all = gather ? malloc((size_t)count * (size_t)size * sizeof *all) : NULL;
+    if (!buf || (gather && !all)) {
         fprintf(stderr, "allreduce_probe: cannot allocate %ld floats\n", count);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
@@ -59,7 +63,10 @@ int main(int argc, char **argv)
         for (long i = 0; i < count; i++) buf[i] = mine;
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
-        MPI_Allreduce(MPI_IN_PLACE, buf, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        if (gather)
+            MPI_Allgather(buf, (int)count, MPI_FLOAT, all, (int)count, MPI_FLOAT, MPI_COMM_WORLD);
+        else
+            MPI_Allreduce(MPI_IN_PLACE, buf, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
         double t = MPI_Wtime() - t0;
         /* The slowest rank decides how long a collective took. */
         MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
@@ -67,14 +74,16 @@ int main(int argc, char **argv)
         tmax = t > tmax ? t : tmax;
     }
     double sum = 0.0;
-    for (long i = 0; i < count; i++) sum += buf[i];
-    mean = sum / (double)count / (double)size;
+    const long values = gather ? count * size : count;
+    for (long i = 0; i < values; i++) sum += gather ? all[i] : buf[i];
+    mean = gather ? sum / (double)values : sum / (double)count / (double)size;
     if (rank == 0) {
-        printf("allreduce count=%ld bytes=%ld ranks=%d iters=%ld seconds_min=%.6f seconds_max=%.6f\n",
-               count, count * 4, size, iters, tmin, tmax);
+        printf("%s count=%ld bytes=%ld ranks=%d iters=%ld seconds_min=%.6f seconds_max=%.6f\n",
+               gather ? "allgather" : "allreduce", count, count * 4, size, iters, tmin, tmax);
         printf("metric=%.4f\n", mean);
     }
     free(buf);
+    free(all);
     MPI_Finalize();
     return 0;
 }

@@ -4,7 +4,9 @@
 # with the trial's outcome, under $HOME/.cache/libgcmpi; the same job
 # again reads them, checks the figures and settles on that outcome
 # without a trial; GCMPI_AUTO_CACHE=off measures and writes nothing;
-# a named directory is made and used; a damaged file is measured again.
+# a named directory is made and used; a damaged file is measured again;
+# MPI_Allgather's trial outcome goes to a file of its own key and the next
+# job checks it with one call.
 . "$(dirname "$0")/common.sh"
 
 [ -f "${GCMPI_LIB:-}" ] || skip "libgcmpi.so not built"
@@ -68,4 +70,35 @@ job damaged "$dir"
 line=$(calibration damaged)
 echo "damaged: $line"
 [[ $line == *", measured, saved to $dir/auto-"* ]] || fail "a damaged file was not measured again: $line"
+
+gjob() { # name: a job that only gathers
+  env -u GCMPI_AUTO_CACHE -u XDG_CACHE_HOME HOME="$WORK/ghome" \
+    "$MPIRUN" -np 2 -x HOME -x LD_PRELOAD="$GCMPI_LIB" -x GCMPI_CODEC=topk \
+    -x GCMPI_ALLGATHER_CODEC=int8 -x GCMPI_ALGO=auto -x GCMPI_STATS=stderr -x GCMPI_VERBOSE=1 \
+    "$PROBE" --allgather --count 100000 --iters 40 \
+    >"$WORK/$1.out" 2>"$WORK/$1.err" || { cat "$WORK/$1.err" >&2; fail "$1: job failed"; }
+  grep -q "^metric=1.5000$" "$WORK/$1.out" || fail "$1: wrong gather: $(cat "$WORK/$1.out")"
+}
+gline() { grep -o "MPI_Allgather of 100000 floats a rank -> .*" "$WORK/$1.err" || true; }
+way() { gline "$1" | sed 's/.*-> \([a-z_ ]*\),.*/\1/'; }
+mkdir -p "$WORK/ghome"
+gjob gather1
+line=$(gline gather1)
+echo "gather1: $line"
+[[ $line == *", saved to $WORK/ghome/.cache/libgcmpi/auto-"*.txt" (median calls:"* ]] ||
+  fail "the gather job did not save its trial: $line"
+gfile=("$WORK"/ghome/.cache/libgcmpi/auto-*.txt)
+[ ${#gfile[@]} = 1 ] && grep -q "^key .* collective=allgather " "${gfile[0]}" &&
+  grep -q "^settled 1$" "${gfile[0]}" || fail "no allgather file with its row: ${gfile[*]}"
+gjob gather2
+line=$(gline gather2)
+echo "gather2: $line"
+# The check is one timed call: within 2x of the median it settles, else
+# (a loaded machine, twice) the trial runs again and saves.
+if [[ $line == *", settled from the cache (its check: "*" ms now), from ${gfile[0]}"* ]]; then
+  [ "$(way gather2)" = "$(way gather1)" ] || fail "settled from the cache on another way: $line"
+else
+  [[ $line == *", the cache's way missed its check ("*", saved to ${gfile[0]}"* ]] ||
+    fail "the second gather job did not check the cached way: $line"
+fi
 echo ok
