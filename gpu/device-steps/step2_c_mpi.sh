@@ -17,15 +17,16 @@ prog=$BUILD/tests/gpu/device/mpi_device
 status=0
 one() { # label bound codec algo [VAR=value ...]; CHECK=seeded: byte-equal to
         # host buffers on twin communicators only (codecs that draw from the
-        # seed); RATIO: GCMPI_RATIO (0.25)
+        # seed); RATIO: GCMPI_RATIO (0.25); NAME: the logs' name (label)
     label=$1 bound=$2 codec=$3 algo=$4
     shift 4
-    log=$OUT/step2-$label.log
+    name=${NAME:-$label}
+    log=$OUT/step2-$name.log
     if run2 "$log" GCMPI_GPU_LIB="$LIBGPU" GCMPI_CODEC="$codec" GCMPI_ALGO="$algo" GCMPI_RATIO="${RATIO:-0.25}" \
-        GCMPI_STATS="$OUT/step2-$label.json" "$@" -- "$prog" "$label" "$bound" "${CHECK:-same}"; then
-        summary step2 PASS "$label: $(grep -h 'all checks passed' "$log" | head -n1)"
+        GCMPI_STATS="$OUT/step2-$name.json" "$@" -- "$prog" "$label" "$bound" "${CHECK:-same}"; then
+        summary step2 PASS "$name: $(grep -h 'all checks passed' "$log" | head -n1)"
     else
-        summary step2 FAIL "$label (see step2-$label.log)"
+        summary step2 FAIL "$name (see step2-$name.log)"
         status=1
     fi
 }
@@ -72,6 +73,20 @@ NP=3
 one hier-leader-int8 0.05 int8 hier GCMPI_NODE_SIZE=2
 one hier-leader-topk 2 topk hier GCMPI_NODE_SIZE=2
 NP=2
+# GCMPI_ADAPT on device buffers: the history in device memory, the layer's
+# passes and topkq's per-bucket widths by the kernels, byte-equal to host
+# buffers (edgc samples with the call number: within the bound).
+NAME=adapt-variance-topk
+one adapt-variance 2 topk allgather GCMPI_ADAPT=variance
+NAME=adapt-variance-topkq
+one adapt-variance 2 topkq allgather GCMPI_ADAPT=variance
+NAME=adapt-gct-eg
+one adapt-gct 0.05 eg allgather GCMPI_ADAPT=gct
+NAME=adapt-edgc-dgc
+CHECK=bound
+one adapt-edgc 2 dgc allgather GCMPI_ADAPT=edgc
+CHECK=same
+NAME=
 # What a run's report says auto chose, for its summary line.
 auto_choices() { # json
     python3 -c 'import json, sys
