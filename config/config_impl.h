@@ -82,9 +82,11 @@
       "0..q-1, q..2q-1, ... (one host emulating several nodes)")                               \
     X(AUTO_CACHE, "GCMPI_AUTO_CACHE", "directory, auto or off", "auto",                      \
       "auto, off, or a directory (made if missing)",                                          \
-      "GCMPI_ALGO=auto: where rank 0 keeps each communicator's calibration between jobs, "    \
-      "keyed by hosts, layout, MPI, library and settings, and checked against one fresh "    \
-      "link measurement before use; auto = $XDG_CACHE_HOME/libgcmpi or ~/.cache/libgcmpi")  \
+      "GCMPI_ALGO=auto: where rank 0 keeps each communicator's calibration and trial "      \
+      "outcomes between jobs, keyed by hosts, layout, MPI, library, settings and "           \
+      "collective, and checked before use (allreduce: one fresh link measurement; "          \
+      "allgather: each size's first call against its cached median); "                      \
+      "auto = $XDG_CACHE_HOME/libgcmpi or ~/.cache/libgcmpi")                                 \
     X(NODE_SHM, "GCMPI_NODE_SHM", "bool", "1", "0/1, true/false, yes/no, on/off",              \
       "hier: sum and gather inside a node through an MPI shared-memory window (one copy) "    \
       "instead of MPI_Reduce_scatter and MPI_Allgatherv, made to fit the room /dev/shm has "  \

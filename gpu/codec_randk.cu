@@ -3,7 +3,7 @@
  * algorithm, one draw after another, depending only on n, k and the
  * seed); they go to the device (4 k bytes), where the values are
  * gathered, scaled (unbiased mode) and written with the residual. */
-#include "gpu_internal.cuh"
+#include "gpu_sparse.cuh"
 
 #define RANDK_HEAD 13u
 #define RANDK_FLAG_UNBIASED 1u
@@ -72,10 +72,12 @@ __global__ void k_randk_scatter_add(const uint32_t *idx, size_t k, const uint8_t
     GRID_STRIDE(j, k) acc[idx[j]] = gx_add(acc[idx[j]], ld_f32(vals + 4 * j));
 }
 
-static size_t randk_decode_add(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, size_t len,
-                               float *acc, size_t n)
+/* randk_read's checks of a body (host bytes), then its k indices on the
+ * device (*idx; NULL with k = 0). Returns k or an error. */
+static size_t randk_open(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, size_t len,
+                         size_t n, uint32_t **idx)
 {
-    /* randk_read's checks */
+    *idx = NULL;
     if (len < RANDK_HEAD) return GC_ERR(TRUNCATED);
     uint64_t seed = 0;
     for (int i = 7; i >= 0; i--) seed = seed << 8 | body[i];
@@ -92,8 +94,26 @@ static size_t randk_decode_add(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *bo
     p.ratio = ((double)k - 0.5) / (double)n;
     if (kept_count(n, p.ratio) != k) return GC_ERR(CORRUPT);
     size_t e;
-    uint32_t *idx = randk_indices(ctx, s, n, &p, seed, k, &e);
-    if (!idx) return e;
+    *idx = randk_indices(ctx, s, n, &p, seed, k, &e);
+    return *idx ? k : e;
+}
+
+size_t gpu_randk_zero_sent(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, size_t len,
+                           float *x, size_t n)
+{
+    uint32_t *idx;
+    const size_t k = randk_open(ctx, s, body, len, n, &idx);
+    if (gc_is_error(k)) return k;
+    gpu_zero_at(ctx, idx, k, x);
+    return sync_status(ctx);
+}
+
+static size_t randk_decode_add(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, size_t len,
+                               float *acc, size_t n)
+{
+    uint32_t *idx;
+    const size_t k = randk_open(ctx, s, body, len, n, &idx);
+    if (gc_is_error(k) || k == 0) return gc_is_error(k) ? k : 0;
     uint8_t *vals = body_to_device(ctx, s, body + RANDK_HEAD, 4 * k);
     if (!vals) return GC_ERR(ALLOC);
     k_randk_scatter_add<<<blocks_for(k, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(idx, k, vals,

@@ -456,5 +456,18 @@ static size_t topkq_decode_add(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *bo
     return gc_is_error(r) ? r : 0;
 }
 
+size_t gpu_topkq_zero_sent(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, size_t len,
+                           float *x, size_t n)
+{
+    /* The sent set is the index section at the body's start (topk's). */
+    const uint8_t *d = body_to_device(ctx, s, body, len);
+    uint32_t *didx = NULL;
+    size_t k = 0;
+    const size_t r = d ? gpu_sparse_indices(ctx, s, body, len, n, d, &k, &didx) : GC_ERR(ALLOC);
+    if (gc_is_error(r)) return r;
+    gpu_zero_at(ctx, didx, k, x);
+    return sync_status(ctx);
+}
+
 extern const gpu_codec gpu_codec_topkq;
 const gpu_codec gpu_codec_topkq = {ID_TOPKQ, topkq_encode, topkq_decode_add};

@@ -163,7 +163,7 @@ GCMPI_GPU_API size_t gcmpi_gpu_momentum_unfold(gcmpi_gpu_ctx *ctx, float *s, flo
  * fused error-feedback encode of v + u, u cleared where sent; an overflow
  * step (inf or NaN in g) is sent flagged and leaves u and v alone. */
 
-/* 1 for the codecs gcmpi_gpu_encode_momentum takes: topk and dgc. */
+/* 1 for the codecs gcmpi_gpu_encode_momentum takes: topk, dgc, randk, topkq. */
 GCMPI_GPU_API int gcmpi_gpu_encode_momentum_supports(const gc_codec *c);
 /* g, u, v: device memory; dst as gcmpi_gpu_encode. Payload bytes or an
  * error (GC_ERR_UNSUPPORTED for another codec). */

@@ -74,13 +74,22 @@ extern "C" size_t gcmpi_gpu_momentum_unfold(gcmpi_gpu_ctx *ctx, float *s, float 
     return gc_is_error(r) ? r : (size_t)(any == 0);
 }
 
-/* gc_encode_momentum's codecs whose sent set the device can mask: the
- * sparse body of topk and dgc (randk's indices are drawn on the host,
- * topkq's section is its own). */
+/* gc_encode_momentum's codecs, whose sent set the device masks: the
+ * sparse body of topk and dgc, randk's drawn indices, topkq's index
+ * section. */
 extern "C" int gcmpi_gpu_encode_momentum_supports(const gc_codec *c)
 {
     const unsigned id = c ? gc_codec_id(c) : 0;
-    return id == ID_TOPK || id == ID_DGC;
+    return id == ID_TOPK || id == ID_DGC || id == ID_RANDK || id == ID_TOPKQ;
+}
+
+/* u = 0 where the body sent (gc_payload_zero_sent on the device). */
+static size_t zero_sent(gcmpi_gpu_ctx *ctx, scratch *s, unsigned id, const uint8_t *body,
+                        size_t len, float *u, size_t n)
+{
+    if (id == ID_RANDK) return gpu_randk_zero_sent(ctx, s, body, len, u, n);
+    if (id == ID_TOPKQ) return gpu_topkq_zero_sent(ctx, s, body, len, u, n);
+    return gpu_sparse_zero_sent(ctx, s, body, len, u, n);
 }
 
 /* The payload's body on the host: dst itself, or (a device dst) a copy in
@@ -122,7 +131,7 @@ extern "C" size_t gcmpi_gpu_encode_momentum(gcmpi_gpu_ctx *ctx, const gc_codec *
     if (!gc_is_error(z) && !(info.flags & GC_HF_NONFINITE)) {
         scratch s;
         memset(&s, 0, sizeof s);
-        z = gpu_sparse_zero_sent(ctx, &s, pl + GC_HEADER_SIZE, r - GC_HEADER_SIZE, u, n);
+        z = zero_sent(ctx, &s, gc_codec_id(c), pl + GC_HEADER_SIZE, r - GC_HEADER_SIZE, u, n);
         z = release_and_wait(ctx, &s, z);
     }
     free(own);

@@ -302,3 +302,8 @@ size_t gpu_sparse_zero_sent(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body,
 {
     return sparse_apply(ctx, s, body, len, x, n, 1);
 }
+
+void gpu_zero_at(gcmpi_gpu_ctx *ctx, const uint32_t *idx, size_t k, float *x)
+{
+    if (k) k_sparse_zero<<<blocks_for(k, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(idx, k, x);
+}

@@ -40,6 +40,16 @@ size_t gpu_sparse_decode_add(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body
 size_t gpu_sparse_zero_sent(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, size_t len,
                             float *x, size_t n);
 
+/* The same for randk's and topkq's bodies (codec_randk.cu: the indices of
+ * the body's seed and k, drawn on the host; codec_topkq.cu: its index
+ * section, topk's), for DGC's momentum correction with those codecs. */
+size_t gpu_randk_zero_sent(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, size_t len,
+                           float *x, size_t n);
+size_t gpu_topkq_zero_sent(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, size_t len,
+                           float *x, size_t n);
+/* x[idx[j]] = 0 for j < k (idx on the device), queued. */
+void gpu_zero_at(gcmpi_gpu_ctx *ctx, const uint32_t *idx, size_t k, float *x);
+
 /* The index section at body (host bytes of len; dbody the same bytes on
  * the device), as gc_sparse_index_open and gc_sparse_index_decode refuse
  * and decode it: *k and *didx (k indices on the device, from s), delta

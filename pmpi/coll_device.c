@@ -13,8 +13,8 @@
  * between nodes by the kernels) and sparse_rd (its sets made and placed by
  * the kernels, its rounds merging them on the host). Where the GPU library
  * has no kernels (a codec it does not support, a zstd stage, DGC momentum
- * inside the encode (GCMPI_EF_MOMENTUM) of a codec other than topk and
- * dgc), the call is compressed on the host instead: the vector and the slot's
+ * inside the encode (GCMPI_EF_MOMENTUM) of a codec without a sent set to
+ * mask), the call is compressed on the host instead: the vector and the slot's
  * device state are copied to page-locked buffers, the host algorithm
  * runs, and output and state are copied back. The statistics count the
  * two kinds apart (device.h). */

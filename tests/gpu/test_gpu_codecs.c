@@ -13,8 +13,9 @@
  * infinities, -0, subnormals and values past the fp16 range (its residuals
  * and sums compare NaNs as equal; see first_diff_f). Also: every codec is
  * supported, the zstd stage gives GC_ERR_UNSUPPORTED, corrupt bodies give
- * the CPU's error, and DGC's momentum encode (topk, dgc) keeps the CPU's
- * payload, u and v over four calls, an overflow step among them. The
+ * the CPU's error, and DGC's momentum encode (topk, dgc, randk, topkq)
+ * keeps the CPU's payload, u and v over four calls, an overflow step among
+ * them. The
  * adaptive layer's device passes (gpu_adapt.cu) equal codecs/adapt/'s
  * loops: EDGC's gathered sample, GCT's shaping and remembered mean, and
  * the variance method's two sums in gc_var_moves' order; topkq with a
@@ -457,8 +458,9 @@ static int test_encode_momentum(size_t max_n)
 {
     static const size_t sizes[] = {1000, 4099, (1u << 20) + 3};
     int cases = 0;
-    for (int ci = 0; ci < 2; ci++) {
-        const char *name = ci ? "dgc" : "topk";
+    static const char *const names[] = {"topk", "dgc", "randk", "topkq"};
+    for (size_t ci = 0; ci < sizeof names / sizeof *names; ci++) {
+        const char *name = names[ci];
         CHECK(gcmpi_gpu_encode_momentum_supports(gc_codec_by_name(name)),
               "%s: momentum encode not supported", name);
         for (size_t si = 0; si < sizeof sizes / sizeof *sizes && sizes[si] <= max_n; si++) {
@@ -466,14 +468,14 @@ static int test_encode_momentum(size_t max_n)
             cases += momentum_case(name, sizes[si], (int)(~si & 1), FILL_TIES);
         }
     }
-    const gc_codec *randk = gc_codec_by_name("randk");
+    const gc_codec *int8 = gc_codec_by_name("int8");
     float x = 1.0f;
     uint8_t buf[256];
-    CHECK(!gcmpi_gpu_encode_momentum_supports(randk), "randk: momentum encode supported");
-    const size_t r = gcmpi_gpu_encode_momentum(ctx, randk, &x, &x, &x, 1, 0.9f, NULL, 0, buf,
+    CHECK(!gcmpi_gpu_encode_momentum_supports(int8), "int8: momentum encode supported");
+    const size_t r = gcmpi_gpu_encode_momentum(ctx, int8, &x, &x, &x, 1, 0.9f, NULL, 0, buf,
                                                sizeof buf);
     CHECK(gc_is_error(r) && gc_error_code(r) == GC_ERR_UNSUPPORTED,
-          "randk momentum encode: expected GC_ERR_UNSUPPORTED");
+          "int8 momentum encode: expected GC_ERR_UNSUPPORTED");
     return cases;
 }
 
@@ -731,7 +733,9 @@ int main(void)
             cases += 3;
         }
     }
-    if (!only || listed(only, "topk") || listed(only, "dgc")) cases += test_encode_momentum(max_n);
+    if (!only || listed(only, "topk") || listed(only, "dgc") || listed(only, "randk") ||
+        listed(only, "topkq"))
+        cases += test_encode_momentum(max_n);
     if (!only || listed(only, "adapt")) cases += test_adapt(max_n);
     if (!only || listed(only, "topkq")) cases += test_topkq_policy(max_n);
     test_errors();
