@@ -70,6 +70,23 @@ __device__ static inline uint32_t tq_code(const tq_quant &q, float x, float *d)
     return sign | level << 1;
 }
 
+/* Byte `byte` of a bucket's fields (x: its len values): the b-bit fields
+ * that overlap it, LSB first (gc_bitw), zero padding at the end. */
+__device__ static inline uint8_t tq_field_byte(const tq_quant &q, const float *x, size_t len,
+                                               size_t byte)
+{
+    const unsigned b = q.b;
+    const size_t bit0 = 8 * byte;
+    unsigned out = 0;
+    for (size_t j = bit0 / b; j < len && j * b < bit0 + 8; j++) {
+        float d;
+        const uint32_t code = tq_code(q, x[j], &d);
+        const long sh = (long)(j * b) - (long)bit0;
+        out |= sh >= 0 ? code << sh : code >> -sh;
+    }
+    return (uint8_t)out;
+}
+
 __global__ void k_tq_gather(const uint32_t *idx, size_t k, const float *v, float *x)
 {
     GRID_STRIDE(j, k) x[j] = v[idx[j]];
@@ -120,8 +137,7 @@ __global__ void k_tq_heads_sync(const float *x, size_t k, size_t bucket, size_t 
     }
 }
 
-/* One thread per byte of a bucket's fields: the fields that overlap it,
- * LSB first (gc_bitw), zero padding at the end. */
+/* One thread per byte of a bucket's fields (tq_field_byte). */
 __global__ void k_tq_bytes(const float *x, size_t k, size_t bucket, size_t nbk, unsigned b,
                            const float *lohi, uint8_t *vals0)
 {
@@ -131,15 +147,7 @@ __global__ void k_tq_bytes(const float *x, size_t k, size_t bucket, size_t nbk, 
         const size_t len = k - s < bucket ? k - s : bucket;
         if (byte >= values_bytes(len, b)) continue;
         const tq_quant q = tq_make(b, lohi[2 * bi], lohi[2 * bi + 1]);
-        const size_t bit0 = 8 * byte;
-        unsigned out = 0;
-        for (size_t j = bit0 / b; j < len && j * b < bit0 + 8; j++) {
-            float d;
-            const uint32_t code = tq_code(q, x[s + j], &d);
-            const long sh = (long)(j * b) - (long)bit0;
-            out |= sh >= 0 ? code << sh : code >> -sh;
-        }
-        vals0[bi * stride + TOPKQ_BUCKET_HEAD + byte] = (uint8_t)out;
+        vals0[bi * stride + TOPKQ_BUCKET_HEAD + byte] = tq_field_byte(q, x + s, len, byte);
     }
 }
 
@@ -233,17 +241,8 @@ __global__ void k_tq_var_bytes(const float *x, size_t k, size_t bucket, size_t n
             st_f32(at + 5, e.hi);
         }
         const tq_quant q = tq_make(b, e.lo, e.hi);
-        for (size_t byte = threadIdx.x; byte < values_bytes(len, b); byte += blockDim.x) {
-            const size_t bit0 = 8 * byte;
-            unsigned out = 0;
-            for (size_t j = bit0 / b; j < len && j * b < bit0 + 8; j++) {
-                float d;
-                const uint32_t code = tq_code(q, x[s + j], &d);
-                const long sh = (long)(j * b) - (long)bit0;
-                out |= sh >= 0 ? code << sh : code >> -sh;
-            }
-            at[TOPKQ_BUCKET_HEAD + byte] = (uint8_t)out;
-        }
+        for (size_t byte = threadIdx.x; byte < values_bytes(len, b); byte += blockDim.x)
+            at[TOPKQ_BUCKET_HEAD + byte] = tq_field_byte(q, x + s, len, byte);
     }
 }
 

@@ -9,28 +9,11 @@
  * no MPI: the "all-reduced" sums are made up. */
 #include "test_util.h"
 
-#include "gc_adapt.h"
-
 #include <float.h>
 
-#define FIX_ONE 4294967296.0 /* 2^32, the agreement vector's unit */
+#include "adapt_test_util.h"
 
 /* ---- helpers ------------------------------------------------------------ */
-
-static const gc_codec *codec(const char *name)
-{
-    const gc_codec *c = gc_codec_by_name(name);
-    cr_assert_not_null(c, "codec %s", name);
-    return c;
-}
-
-static gc_adapt_config config(gc_adapt_method m)
-{
-    gc_adapt_config cfg;
-    gc_adapt_config_default(&cfg);
-    cfg.method = m;
-    return cfg;
-}
 
 static gc_params params_of(double ratio, unsigned rank)
 {

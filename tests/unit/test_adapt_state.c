@@ -4,29 +4,12 @@
  * configurations get a width policy. The methods' own arithmetic is tested
  * in test_adapt_gct.c and test_adapt_edgc.c; the agreement across real
  * ranks in tests/mpi (adapt-*). */
-#include "gc_adapt.h"
-
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define FIX_ONE 4294967296.0 /* 2^32, the agreement vector's unit */
-
-static const gc_codec *codec(const char *name)
-{
-    const gc_codec *c = gc_codec_by_name(name);
-    cr_assert_not_null(c, "codec %s", name);
-    return c;
-}
-
-static gc_adapt_config config(gc_adapt_method m)
-{
-    gc_adapt_config cfg;
-    gc_adapt_config_default(&cfg);
-    cfg.method = m;
-    return cfg;
-}
+#include "adapt_test_util.h"
 
 /* A zeroed, initialised state block; free() it. */
 static void *state(const gc_adapt_config *cfg, const gc_codec *c, const gc_params *p, size_t n)
