@@ -289,11 +289,23 @@ static size_t topkq_policy_values(gcmpi_gpu_ctx *ctx, scratch *s, const float *x
     double *derr = want_err ? (double *)scratch_get(ctx, s, nbk * TOPKQ_MAX_BITS * sizeof(double))
                             : NULL;
     tq_bucket *dbk = (tq_bucket *)scratch_get(ctx, s, nbk * sizeof(tq_bucket));
-    tq_scan *hsc = (tq_scan *)malloc(nbk * sizeof(tq_scan));
-    double *herr = want_err ? (double *)malloc(nbk * TOPKQ_MAX_BITS * sizeof(double)) : NULL;
-    tq_bucket *hbk = (tq_bucket *)malloc(nbk * sizeof(tq_bucket));
+    /* The host's figures in one buffer the context keeps (grown, not
+     * allocated per call): error energies, scans, then the layout. */
+    const size_t err_bytes = want_err ? nbk * TOPKQ_MAX_BITS * sizeof(double) : 0;
+    const size_t host_bytes = err_bytes + nbk * (sizeof(tq_scan) + sizeof(tq_bucket));
+    if (host_bytes > ctx->policy_cap) {
+        uint8_t *grown = (uint8_t *)realloc(ctx->policy_host, host_bytes);
+        if (grown) {
+            ctx->policy_host = grown;
+            ctx->policy_cap = host_bytes;
+        }
+    }
+    const int have_host = host_bytes <= ctx->policy_cap;
+    double *herr = have_host && want_err ? (double *)ctx->policy_host : NULL;
+    tq_scan *hsc = have_host ? (tq_scan *)(ctx->policy_host + err_bytes) : NULL;
+    tq_bucket *hbk = have_host ? (tq_bucket *)(hsc + nbk) : NULL;
     size_t e = 0;
-    if (!dsc || !dbk || !hsc || !hbk || (want_err && (!derr || !herr))) e = GC_ERR(ALLOC);
+    if (!dsc || !dbk || !have_host || (want_err && !derr)) e = GC_ERR(ALLOC);
     if (!gc_is_error(e)) {
         k_tq_scan<<<blocks_for(nbk, 64), 64, 0, st>>>(x, k, bucket, nbk, dsc);
         if (want_err)
@@ -327,13 +339,10 @@ static size_t topkq_policy_values(gcmpi_gpu_ctx *ctx, scratch *s, const float *x
             if (r)
                 k_tq_var_residual<<<blocks_for(k, GPU_THREADS), GPU_THREADS, 0, st>>>(x, idx, k, bucket, dbk, r);
         }
-        /* hbk is read by the copy: wait before it is freed */
+        /* hbk is read by the copy: wait before the next call rewrites it */
         const size_t done = sync_status(ctx);
         if (!gc_is_error(e)) e = done;
     }
-    free(hsc);
-    free(herr);
-    free(hbk);
     return gc_is_error(e) ? e : pos;
 }
 

@@ -83,6 +83,8 @@ struct gcmpi_gpu_ctx {
     gpu_shadow shadow;    /* the device payload being decoded */
     gc_width_policy width_policy; /* topkq's per-bucket widths (gcmpi_gpu_set_width_policy) */
     int has_width_policy;
+    uint8_t *policy_host; /* the policy's per-bucket figures on the host, grown */
+    size_t policy_cap;
 };
 
 /* Scratch from the pool, freed at the end of the call (stream order). */
