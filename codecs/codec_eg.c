@@ -5,17 +5,28 @@
  * Body (little-endian):
  *   0  i8   n, the exponent: the step is 2^-n, n in [-60, 60]
  *   1  u32  bucket size b >= 1: elements that share one order k
- *   5  bit stream, LSB first; for each bucket of b elements (the last one
+ *   5  u32  segment size S >= 1, in buckets (the encoder writes
+ *           ceil(4096 / b): a segment holds about 4096 elements)
+ *   9  u64  sync points: for each segment after the first (segments of S
+ *           buckets, nseg = ceil(buckets / S)), the stream bit where its
+ *           first bucket's k field starts; 8 (nseg - 1) bytes
+ *   .. bit stream, LSB first; for each bucket of b elements (the last one
  *      may be shorter): k in 5 bits (0..30), then the order-k code of
  *      z = zigzag(q) for each element (0, -1, 1, -2, ... -> 0, 1, 2, 3, ...);
  *      zero bits pad the last byte and the body ends there.
- * Buckets follow one another without alignment, so a decoder walks the
- * stream in order. Decoding adds 2^-n q. Inputs that are exact multiples
+ * Buckets follow one another without alignment; the sync points let a
+ * decoder start every segment at once (the GPU decodes a segment a thread,
+ * gpu/codec_eg.cu) for 64 bits per 4096 elements (0.016 bits an element,
+ * not counted in code_bits_per_element, which is GCT's measure of the
+ * stream). This decoder walks the stream in order and checks that every
+ * segment starts at its sync point, so a body either decoder accepts
+ * decodes alike. Decoding adds 2^-n q. Inputs that are exact multiples
  * of 2^-n (within the clamp below) come back exactly (-0 as +0); otherwise
  * the error per element is at most 2^-n / 2. The decoder answers CORRUPT
- * for n outside [-60, 60], b = 0 or b > 2^31, k > 30, a run of more than
- * 31 - k zeros (x would not fit 32 bits), bytes past the padded last byte
- * or nonzero padding; TRUNCATED when the stream ends inside a code.
+ * for n outside [-60, 60], b = 0 or b > 2^31, S = 0, k > 30, a run of more
+ * than 31 - k zeros (x would not fit 32 bits), a segment not starting at
+ * its sync point, bytes past the padded last byte or nonzero padding;
+ * TRUNCATED when the sync points or the stream end too soon.
  *
  * n: p->eg_n, or with GC_AUTO the n with max|v| 2^n in [2^11, 2^12)
  * (non-finite elements ignored; 0 when every element is zero), bounded to
@@ -45,7 +56,8 @@
 
 #include <math.h>
 
-#define EG_HEAD 5
+#define EG_HEAD 9
+#define EG_SEG_ELEMENTS 4096u
 #define EG_N_LIMIT 60
 #define EG_AUTO_RANGE_BITS 12
 #define EG_K_BITS 5
@@ -76,10 +88,23 @@ static size_t eg_check(const gc_params *p, char *msg, size_t msglen)
     return 0;
 }
 
+/* Buckets of a segment: about EG_SEG_ELEMENTS elements, at least one. */
+static size_t segment_buckets(size_t b)
+{
+    return b >= EG_SEG_ELEMENTS ? 1 : (EG_SEG_ELEMENTS + b - 1) / b;
+}
+
+/* Bytes of the sync points for nb buckets in segments of s. */
+static size_t sync_bytes(size_t nb, size_t s)
+{
+    return nb ? 8 * ((nb - 1) / s) : 0;
+}
+
 static size_t eg_bound(size_t n, const gc_params *p)
 {
     size_t buckets = gc_bucket_count(n, p->bucket);
-    return EG_HEAD + (EG_K_BITS * buckets + EG_MAX_CODE_BITS * n + 7) / 8;
+    return EG_HEAD + sync_bytes(buckets, segment_buckets(p->bucket))
+        + (EG_K_BITS * buckets + EG_MAX_CODE_BITS * n + 7) / 8;
 }
 
 /* Bits of |x| when x is finite, else 0. For non-negative floats the
@@ -223,14 +248,19 @@ static size_t eg_encode(const float *g, float *r, size_t n, const gc_params *p, 
 
     int e = p->eg_n == GC_AUTO ? auto_exponent(g, r, n) : p->eg_n;
     float scale = ldexpf(1.0f, e), step = ldexpf(1.0f, -e);
+    const size_t seg = segment_buckets(b);
+    const size_t table = sync_bytes(gc_bucket_count(n, b), seg);
     dst[0] = (uint8_t)(int8_t)e;
     gc_put_u32(dst + 1, (uint32_t)b);
+    gc_put_u32(dst + 5, (uint32_t)seg);
+    uint8_t *sync = dst + EG_HEAD;
 
     gc_egw w;
-    gc_egw_init(&w, dst + EG_HEAD, cap - EG_HEAD);
+    gc_egw_init(&w, sync + table, cap - EG_HEAD - table);
     uint64_t fl_bits = 0;
-    for (size_t s = 0; s < n; s += b) {
+    for (size_t s = 0, bi = 0; s < n; s += b, bi++) {
         size_t m = n - s < b ? n - s : b;
+        if (bi && bi % seg == 0) gc_put_u64(sync + 8 * (bi / seg - 1), gc_egw_bits(&w));
         uint32_t any = quantise(g + s, r ? r + s : NULL, m, scale, step, z);
         unsigned width = gc_eg_bitlen(any);
         fl_bits += (uint64_t)m * (width ? width : 1u);
@@ -250,7 +280,7 @@ static size_t eg_encode(const float *g, float *r, size_t n, const gc_params *p, 
     ws->report.eg_n = e;
     ws->report.code_bits_per_element = n ? (double)code_bits / (double)n : 0.0;
     ws->report.fl_bits_per_element = n ? (double)fl_bits / (double)n : 0.0;
-    return EG_HEAD + bytes;
+    return EG_HEAD + table + bytes;
 }
 
 /* acc[i] += 2^-n unzigzag(z[i]); vectorises. */
@@ -267,11 +297,15 @@ static size_t eg_decode_add(const uint8_t *src, size_t len, float *acc, size_t n
     if (e < -EG_N_LIMIT || e > EG_N_LIMIT) return GC_ERROR(CORRUPT);
     uint32_t b = gc_get_u32(src + 1);
     if (b == 0 || b > (1u << 31)) return GC_ERROR(CORRUPT);
-    const uint8_t *s = src + EG_HEAD;
-    size_t slen = len - EG_HEAD;
+    uint32_t seg = gc_get_u32(src + 5);
+    if (seg == 0) return GC_ERROR(CORRUPT);
+    size_t buckets = gc_bucket_count(n, b);
+    const uint8_t *sync = src + EG_HEAD;
+    if (buckets && (buckets - 1) / seg > (len - EG_HEAD) / 8) return GC_ERROR(TRUNCATED);
+    const uint8_t *s = sync + sync_bytes(buckets, seg);
+    size_t slen = len - (size_t)(s - src);
     uint64_t avail_bits = (uint64_t)slen * 8;
     /* Every bucket takes at least 5 bits and every element 1. */
-    size_t buckets = gc_bucket_count(n, b);
     if ((uint64_t)n + (uint64_t)EG_K_BITS * buckets > avail_bits) return GC_ERROR(TRUNCATED);
 
     uint32_t *z = gc_ws_get(ws, GC_WS_A, (b < n ? b : n) * sizeof(uint32_t));
@@ -281,8 +315,10 @@ static size_t eg_decode_add(const uint8_t *src, size_t len, float *acc, size_t n
     gc_egr_init(&rd, s, slen);
     gc_eg_order order;
     gc_eg_order_init(&order, 0);
-    for (size_t start = 0; start < n; start += b) {
+    for (size_t start = 0, bi = 0; start < n; start += b, bi++) {
         size_t m = n - start < b ? n - start : b;
+        if (bi && bi % seg == 0 && gc_egr_bits_used(&rd) != gc_get_u64(sync + 8 * (bi / seg - 1)))
+            return GC_ERROR(CORRUPT);
         unsigned k = gc_egr_get(&rd, EG_K_BITS);
         if (k > GC_EG_MAX_ORDER) return GC_ERROR(CORRUPT);
         if (k != order.k) gc_eg_order_init(&order, k);

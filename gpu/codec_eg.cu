@@ -1,8 +1,12 @@
 /* codec_eg.cu — codecs/codec_eg.c on the device: fixed-point quantisation
  * q = round(2^n v) (n from the largest finite |v| unless given), zig-zag,
  * per-bucket order k (the CPU's exact best order over the same sample, one
- * thread per bucket), and the order-k Exp-Golomb stream. The decode, a
- * sequential parse of the stream, runs on the host (gpu_host_decode_add).
+ * thread per bucket), the order-k Exp-Golomb stream and its sync points
+ * (the stream bit of every segment's first k field). The decode runs a
+ * thread per segment from its sync point, then one block checks the
+ * segments in order as codec_eg.c's decoder would (each ends where the
+ * next starts; the error the CPU answers first wins), and the decoded
+ * integers are added only when the body passed.
  *
  * Passes, queued with one host wait (the stream's length, which the caller
  * needs): the largest |v| (register, then shared, then one global atomic
@@ -14,7 +18,8 @@
  * shared with a neighbouring tile. */
 #include "gpu_scan.cuh"
 
-#define EG_HEAD 5
+#define EG_HEAD 9
+#define EG_SEG_ELEMENTS 4096u
 #define EG_N_LIMIT 60
 #define EG_AUTO_RANGE_BITS 12
 #define EG_K_BITS 5
@@ -146,25 +151,38 @@ __device__ static inline void eg_put_shared(unsigned *w, uint64_t at, uint64_t v
     if (sh + nb > 64u) atomicOr(&w[q + 2], (unsigned)(v >> (64u - sh)));
 }
 
+/* Where a tile's thread writes: shared words w, whose bit 0 is stream bit
+ * w_base, from word bit at; and the sync points (segments of seg buckets). */
+typedef struct eg_out {
+    unsigned *w;
+    uint64_t at, w_base;
+    uint8_t *sync;
+    size_t seg;
+} eg_out;
+
 /* The stream bits of elements [lo, lo + EG_ITEMS) (clipped to n): each
  * code, and the 5-bit order in front of each bucket's first element.
- * With w, also ORs them into the shared words w from bit at. One
- * division per thread, not two per element. */
+ * With out, also ORs them into its shared words and writes the sync point
+ * of a segment that starts here. One division per thread, not two per
+ * element. */
 __device__ static uint64_t eg_thread_bits(const uint32_t *z, size_t n, size_t bucket,
-                                          const uint8_t *order, size_t lo, unsigned *w,
-                                          uint64_t at)
+                                          const uint8_t *order, size_t lo, const eg_out *out)
 {
     size_t bi = lo / bucket, rem = lo % bucket;
     uint64_t sum = 0;
     for (unsigned q = 0; q < EG_ITEMS && lo + q < n; q++) {
         const unsigned k = order[bi];
         if (rem == 0) {
-            if (w) eg_put_shared(w, at + sum, k, EG_K_BITS);
+            if (out) {
+                if (bi && bi % out->seg == 0)
+                    st_u64(out->sync + 8 * (bi / out->seg - 1), out->w_base + out->at + sum);
+                eg_put_shared(out->w, out->at + sum, k, EG_K_BITS);
+            }
             sum += EG_K_BITS;
         }
         unsigned nb;
         const uint64_t word = eg_word(z[lo + q], k, &nb);
-        if (w) eg_put_shared(w, at + sum, word, nb);
+        if (out) eg_put_shared(out->w, out->at + sum, word, nb);
         sum += nb;
         if (++rem == bucket) {
             rem = 0;
@@ -181,7 +199,7 @@ __global__ void k_eg_bits_sync(const uint32_t *z, size_t n, size_t bucket, const
     __shared__ uint64_t buf[EG_THREADS];
     for (size_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
         const size_t lo = tile * EG_TILE + (size_t)threadIdx.x * EG_ITEMS;
-        const uint64_t bits = eg_thread_bits(z, n, bucket, order, lo, NULL, 0);
+        const uint64_t bits = eg_thread_bits(z, n, bucket, order, lo, NULL);
         const uint64_t sum = gpu_block_inclusive_sum(bits, buf);
         if (threadIdx.x == blockDim.x - 1) seg[tile] = sum;
     }
@@ -191,21 +209,24 @@ __global__ void k_eg_bits_sync(const uint32_t *z, size_t n, size_t bucket, const
  * shared words laid out as the global 64-bit words from the one holding
  * that first bit; then out as whole words, the first and the last by
  * atomic OR (a neighbouring tile may own bits in them), the others by
- * plain stores. */
+ * plain stores. The sync points of segments starting in the tile (every
+ * seg_buckets-th bucket) go to sync. */
 __global__ void k_eg_write_sync(const uint32_t *z, size_t n, size_t bucket, const uint8_t *order,
-                                size_t ntiles, const uint64_t *seg, unsigned long long *words)
+                                size_t ntiles, const uint64_t *seg, unsigned long long *words,
+                                uint8_t *sync, size_t seg_buckets)
 {
     __shared__ uint64_t buf[EG_THREADS];
     __shared__ unsigned w[EG_TILE_WORDS];
     for (size_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
         const size_t lo = tile * EG_TILE + (size_t)threadIdx.x * EG_ITEMS;
-        const uint64_t mine = eg_thread_bits(z, n, bucket, order, lo, NULL, 0);
+        const uint64_t mine = eg_thread_bits(z, n, bucket, order, lo, NULL);
         const uint64_t before = gpu_block_inclusive_sum(mine, buf) - mine;
         const uint64_t start = seg[tile], base = start & 63u, total = buf[blockDim.x - 1];
         const size_t nw64 = (size_t)((base + total + 63) / 64);
         for (size_t q = threadIdx.x; q < 2 * nw64; q += blockDim.x) w[q] = 0;
         __syncthreads();
-        (void)eg_thread_bits(z, n, bucket, order, lo, w, base + before);
+        const eg_out to = {w, base + before, start - base, sync, seg_buckets};
+        (void)eg_thread_bits(z, n, bucket, order, lo, &to);
         __syncthreads();
         unsigned long long *out = words + (start >> 6);
         for (size_t q = threadIdx.x; q < nw64; q += blockDim.x) {
@@ -218,11 +239,19 @@ __global__ void k_eg_write_sync(const uint32_t *z, size_t n, size_t bucket, cons
     }
 }
 
-__global__ void k_eg_head(uint8_t *body, const int *e, uint32_t bucket)
+__global__ void k_eg_head(uint8_t *body, const int *e, uint32_t bucket, uint32_t seg)
 {
     body[0] = (uint8_t)(int8_t)*e;
     st_u32(body + 1, bucket);
+    st_u32(body + 5, seg);
 }
+
+/* codec_eg.c's segment_buckets and sync_bytes. */
+static size_t segment_buckets(size_t b)
+{
+    return b >= EG_SEG_ELEMENTS ? 1 : (EG_SEG_ELEMENTS + b - 1) / b;
+}
+static size_t sync_bytes(size_t nb, size_t seg) { return nb ? 8 * ((nb - 1) / seg) : 0; }
 
 static inline unsigned eg_blocks(size_t items)
 {
@@ -235,8 +264,9 @@ static size_t eg_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float *r
 {
     (void)seed;
     cudaStream_t st = ctx->stream;
-    const size_t bucket = p->bucket, nb = bucket_count(n, bucket);
-    if (cap < EG_HEAD + (EG_K_BITS * nb + EG_MAX_CODE_BITS * n + 7) / 8) return GC_ERR(DST_TOO_SMALL);
+    const size_t bucket = p->bucket, nb = bucket_count(n, bucket), seg_b = segment_buckets(bucket);
+    const size_t head = EG_HEAD + sync_bytes(nb, seg_b);
+    if (cap < head + (EG_K_BITS * nb + EG_MAX_CODE_BITS * n + 7) / 8) return GC_ERR(DST_TOO_SMALL);
     int *e = (int *)scratch_get(ctx, s, sizeof(int));
     if (!e) return GC_ERR(ALLOC);
     unsigned *m = NULL;
@@ -247,7 +277,7 @@ static size_t eg_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float *r
         if (n) k_eg_maxabs_sync<<<eg_blocks(n), EG_THREADS, 0, st>>>(g, r, n, m);
     }
     k_eg_exponent<<<1, 1, 0, st>>>(m, p->eg_n, e);
-    k_eg_head<<<1, 1, 0, st>>>(body, e, (uint32_t)bucket);
+    k_eg_head<<<1, 1, 0, st>>>(body, e, (uint32_t)bucket, (uint32_t)seg_b);
     if (n == 0) return EG_HEAD;
     uint32_t *z = (uint32_t *)scratch_get(ctx, s, n * sizeof(uint32_t));
     uint8_t *order = (uint8_t *)scratch_get(ctx, s, nb);
@@ -265,15 +295,180 @@ static size_t eg_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float *r
     size_t err = fetch(ctx, &total, seg + ntiles, sizeof total);
     if (gc_is_error(err)) return err;
     const size_t bytes = (size_t)((total + 7) / 8), nwords = (size_t)(total / 64 + 2);
-    if (EG_HEAD + bytes > cap) return GC_ERR(DST_TOO_SMALL);
+    if (head + bytes > cap) return GC_ERR(DST_TOO_SMALL);
     unsigned long long *words = (unsigned long long *)scratch_get(ctx, s, nwords * 8);
     if (!words) return GC_ERR(ALLOC);
     if (cudaMemsetAsync(words, 0, nwords * 8, st) != cudaSuccess) return GC_ERR(GENERIC);
-    k_eg_write_sync<<<tiles, EG_THREADS, 0, st>>>(z, n, bucket, order, ntiles, seg, words);
-    if (cudaMemcpyAsync(body + EG_HEAD, words, bytes, cudaMemcpyDeviceToDevice, st) != cudaSuccess)
+    k_eg_write_sync<<<tiles, EG_THREADS, 0, st>>>(z, n, bucket, order, ntiles, seg, words,
+                                                  body + EG_HEAD, seg_b);
+    if (cudaMemcpyAsync(body + head, words, bytes, cudaMemcpyDeviceToDevice, st) != cudaSuccess)
         return GC_ERR(GENERIC);
-    return EG_HEAD + bytes;
+    return head + bytes;
+}
+
+/* ---- decode ---------------------------------------------------------------- */
+
+/* A segment's verdict, as codec_eg.c's decoder would answer. */
+enum { EG_OK = 0, EG_CORRUPT = 1, EG_TRUNCATED = 2 };
+
+/* The 64-bit word at of the body w[0..len) (16-byte aligned on the
+ * device), bytes past len read as zeros. */
+__device__ static inline uint64_t eg_word_at(const uint64_t *w, size_t len, size_t at)
+{
+    if (8 * at + 8 <= len) return w[at];
+    const uint8_t *b = (const uint8_t *)w;
+    uint64_t v = 0;
+    for (unsigned i = 0; i < 8; i++)
+        if (8 * at + i < len) v |= (uint64_t)b[8 * at + i] << (8 * i);
+    return v;
+}
+
+/* The stream of a body: words w of the body's len bytes, the stream from
+ * byte off, avail = its bits. */
+typedef struct eg_stream {
+    const uint64_t *w;
+    size_t len, off;
+    uint64_t avail;
+} eg_stream;
+
+/* 64 stream bits from stream bit p, LSB first; zeros past the stream's
+ * end, as codec_eg.c's reader reads there. */
+__device__ static inline uint64_t eg_peek(const eg_stream *s, uint64_t p)
+{
+    if (p >= s->avail) return 0;
+    const uint64_t q = (uint64_t)s->off * 8 + p;
+    const size_t at = (size_t)(q >> 6);
+    const unsigned sh = (unsigned)(q & 63u);
+    const uint64_t lo = eg_word_at(s->w, s->len, at);
+    return sh ? (lo >> sh) | (eg_word_at(s->w, s->len, at + 1) << (64u - sh)) : lo;
+}
+
+/* Segment sg's buckets from its sync point (segment 0 from bit 0), the
+ * zig-zag integers into z: end[sg] = the bit after its last code,
+ * status[sg] = the error codec_eg.c's decoder answers inside it (a run of
+ * more than 31 - k zeros: TRUNCATED when the 32 - k bits it looked at
+ * reach past the stream, else CORRUPT; an order above 30: CORRUPT; a
+ * bucket ending past the stream: TRUNCATED), else EG_OK. */
+__global__ void k_eg_decode_segments(eg_stream s, const uint8_t *sync, size_t n, size_t bucket,
+                                     size_t nb, size_t seg, size_t nseg, uint32_t *z,
+                                     uint64_t *end, unsigned *status)
+{
+    GRID_STRIDE(sg, nseg) {
+        uint64_t p = sg ? ld_u64(sync + 8 * (sg - 1)) : 0;
+        unsigned st = EG_OK;
+        const size_t last = nb - sg * seg < seg ? nb : sg * seg + seg;
+        for (size_t bi = sg * seg; bi < last && st == EG_OK; bi++) {
+            const unsigned k = (unsigned)(eg_peek(&s, p) & 31u);
+            p += EG_K_BITS;
+            if (k > EG_MAX_ORDER) {
+                st = EG_CORRUPT;
+                break;
+            }
+            const uint64_t limit = (2ull << (31u - k)) - 1u;  /* at most 31 - k zeros */
+            uint32_t *zb = z + bi * bucket;
+            const size_t m = bucket_len(n, bucket, bi);
+            for (size_t i = 0; i < m; i++) {
+                const uint64_t v = eg_peek(&s, p), head = v & limit;
+                if (head == 0) {
+                    st = p + 32u - k > s.avail ? EG_TRUNCATED : EG_CORRUPT;
+                    break;
+                }
+                const unsigned u = (unsigned)__ffsll((long long)head) - 1u, info = u + k;
+                const uint64_t low = (v >> (u + 1u)) & ((1ull << info) - 1u);
+                zb[i] = (uint32_t)((1ull << info) - (1ull << k) + low);
+                p += 2u * u + 1u + k;
+            }
+            if (st == EG_OK && p > s.avail) st = EG_TRUNCATED;
+        }
+        end[sg] = p;
+        status[sg] = st;
+    }
+}
+
+/* *verdict: the first error in stream order — a segment's own, or
+ * CORRUPT where a segment does not end at the next one's sync point —
+ * else codec_eg.c's checks of the end (no bits past the stream, no whole
+ * byte after the last code, zero padding). One block. */
+__global__ void k_eg_verdict_sync(eg_stream s, const uint8_t *sync, const uint64_t *end,
+                                  const unsigned *status, size_t nseg, unsigned *verdict)
+{
+    __shared__ uint64_t first[EG_THREADS];
+    uint64_t mine = ~0ull;  /* segment << 2 | error: the smallest wins */
+    for (size_t sg = threadIdx.x; sg < nseg; sg += blockDim.x) {
+        unsigned e = status[sg];
+        if (e == EG_OK && sg + 1 < nseg && end[sg] != ld_u64(sync + 8 * sg)) e = EG_CORRUPT;
+        if (e != EG_OK) {
+            mine = (uint64_t)sg << 2 | e;
+            break;
+        }
+    }
+    first[threadIdx.x] = mine;
+    __syncthreads();
+    for (unsigned h = blockDim.x / 2; h > 0; h >>= 1) {
+        if (threadIdx.x < h && first[threadIdx.x + h] < first[threadIdx.x])
+            first[threadIdx.x] = first[threadIdx.x + h];
+        __syncthreads();
+    }
+    if (threadIdx.x != 0) return;
+    if (first[0] != ~0ull) {
+        *verdict = (unsigned)(first[0] & 3u);
+        return;
+    }
+    const uint64_t used = end[nseg - 1], slen = s.avail / 8;
+    unsigned v = EG_OK;
+    if (used > s.avail) v = EG_TRUNCATED;
+    else if ((used + 7) / 8 != slen) v = EG_CORRUPT;
+    else if ((used & 7u) && (eg_peek(&s, used & ~(uint64_t)7) & 0xFFu) >> (used & 7u)) v = EG_CORRUPT;
+    *verdict = v;
+}
+
+__device__ static inline int32_t unzigzag(uint32_t z) { return (int32_t)(z >> 1) ^ -(int32_t)(z & 1u); }
+
+/* acc += 2^-n q (codec_eg.c's add_dequantised), unless the verdict is an error. */
+__global__ void k_eg_add(const uint32_t *z, size_t n, float step, const unsigned *verdict, float *acc)
+{
+    if (*verdict != EG_OK) return;
+    GRID_STRIDE(i, n) acc[i] = gx_add(acc[i], gx_mul((float)unzigzag(z[i]), step));
+}
+
+/* Segments are few (one per 4096 elements, 4096 for 64 MiB of floats):
+ * a warp a block spreads them over every SM. */
+#define EG_DECODE_THREADS 32u
+
+static size_t eg_decode_add(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, size_t len,
+                            float *acc, size_t n)
+{
+    /* codec_eg.c's checks of the fixed fields, in its order. */
+    if (len < EG_HEAD) return GC_ERR(TRUNCATED);
+    const int e = (int8_t)body[0];
+    if (e < -EG_N_LIMIT || e > EG_N_LIMIT) return GC_ERR(CORRUPT);
+    const uint32_t bucket = get_u32(body + 1), seg = get_u32(body + 5);
+    if (bucket == 0 || bucket > (UINT32_C(1) << 31)) return GC_ERR(CORRUPT);
+    if (seg == 0) return GC_ERR(CORRUPT);
+    const size_t nb = bucket_count(n, bucket);
+    if (nb && (nb - 1) / seg > (len - EG_HEAD) / 8) return GC_ERR(TRUNCATED);
+    const size_t off = EG_HEAD + sync_bytes(nb, seg);
+    const uint64_t avail = (uint64_t)(len - off) * 8;
+    if ((uint64_t)n + (uint64_t)EG_K_BITS * nb > avail) return GC_ERR(TRUNCATED);
+    if (n == 0) return len == off ? 0 : GC_ERR(CORRUPT);
+
+    const size_t nseg = (nb + seg - 1) / seg;
+    const uint8_t *d = body_to_device(ctx, s, body, len);
+    uint32_t *z = (uint32_t *)scratch_get(ctx, s, n * sizeof(uint32_t));
+    uint64_t *end = (uint64_t *)scratch_get(ctx, s, nseg * sizeof(uint64_t));
+    unsigned *status = (unsigned *)scratch_get(ctx, s, nseg * sizeof(unsigned));
+    if (!d || !z || !end || !status) return GC_ERR(ALLOC);
+    const eg_stream st = {(const uint64_t *)d, len, off, avail};
+    cudaStream_t q = ctx->stream;
+    k_eg_decode_segments<<<blocks_for(nseg, EG_DECODE_THREADS), EG_DECODE_THREADS, 0, q>>>(
+        st, d + EG_HEAD, n, bucket, nb, seg, nseg, z, end, status);
+    k_eg_verdict_sync<<<1, EG_THREADS, 0, q>>>(st, d + EG_HEAD, end, status, nseg, ctx->flag);
+    k_eg_add<<<blocks_for(n, GPU_THREADS), GPU_THREADS, 0, q>>>(z, n, ldexpf(1.0f, -e), ctx->flag, acc);
+    unsigned verdict = EG_OK;
+    const size_t r = fetch(ctx, &verdict, ctx->flag, sizeof verdict);
+    if (gc_is_error(r)) return r;
+    return verdict == EG_OK ? 0 : verdict == EG_TRUNCATED ? GC_ERR(TRUNCATED) : GC_ERR(CORRUPT);
 }
 
 extern const gpu_codec gpu_codec_eg;
-const gpu_codec gpu_codec_eg = {ID_EG, eg_encode, gpu_host_decode_add};
+const gpu_codec gpu_codec_eg = {ID_EG, eg_encode, eg_decode_add};

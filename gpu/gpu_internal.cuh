@@ -290,6 +290,15 @@ __device__ static inline uint32_t ld_u32(const uint8_t *s)
     return (uint32_t)s[0] | (uint32_t)s[1] << 8 | (uint32_t)s[2] << 16 | (uint32_t)s[3] << 24;
 }
 __device__ static inline float ld_f32(const uint8_t *s) { return bitsf(ld_u32(s)); }
+__device__ static inline void st_u64(uint8_t *d, uint64_t v)
+{
+    st_u32(d, (uint32_t)v);
+    st_u32(d + 4, (uint32_t)(v >> 32));
+}
+__device__ static inline uint64_t ld_u64(const uint8_t *s)
+{
+    return (uint64_t)ld_u32(s) | (uint64_t)ld_u32(s + 4) << 32;
+}
 
 /* gc_key32 (host) and gc_rand32 / gc_rand_unit (device): the counter-based
  * random numbers of codec_impl.h, so stochastic codecs draw the CPU's
@@ -353,8 +362,8 @@ typedef struct gpu_codec {
 /* decode_add on the host: the CPU codec decodes the payload around body
  * (body is always GC_HEADER_SIZE bytes into it) into a host buffer of -0.0f
  * (-0 + d is d for every d, so the sum is bit for bit the CPU's), which is
- * then added on the device. For the parts that stay sequential (qsgd's
- * Elias stream, eg's Exp-Golomb stream). */
+ * then added on the device. For the part that stays sequential (qsgd's
+ * Elias stream) and payloads of non-finite input. */
 size_t gpu_host_decode_add(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, size_t len,
                            float *acc, size_t n);
 

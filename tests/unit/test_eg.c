@@ -136,18 +136,27 @@ static size_t pack_bits(const char *bits, uint8_t *out, size_t cap)
     return bytes;
 }
 
-/* A payload around a hand-made body: header then n_exp, bucket, stream. */
+/* The segment size the encoder writes: ceil(4096 / bucket) buckets. */
+static uint32_t ref_segment_buckets(uint32_t bucket)
+{
+    return bucket >= 4096 ? 1 : (4096 + bucket - 1) / bucket;
+}
+
+/* A payload around a hand-made body of one segment: header then n_exp,
+ * bucket, the encoder's segment size (no sync points), stream. */
 static size_t make_payload(uint8_t *buf, size_t cap, size_t n, int n_exp, uint32_t bucket,
                            const char *stream_bits)
 {
-    cr_assert_geq(cap, GC_HEADER_SIZE + 5);
+    cr_assert_geq(cap, GC_HEADER_SIZE + 9);
     memset(buf, 0, GC_HEADER_SIZE);
     buf[0] = 'G'; buf[1] = 'C'; buf[2] = GC_FORMAT_VERSION; buf[3] = (uint8_t)gc_codec_id(eg());
     for (int i = 0; i < 8; i++) buf[8 + i] = (uint8_t)((uint64_t)n >> (8 * i));
     uint8_t *body = buf + GC_HEADER_SIZE;
     body[0] = (uint8_t)(int8_t)n_exp;
+    uint32_t seg = bucket ? ref_segment_buckets(bucket) : 1;
     for (int i = 0; i < 4; i++) body[1 + i] = (uint8_t)(bucket >> (8 * i));
-    size_t len = GC_HEADER_SIZE + 5 + pack_bits(stream_bits, body + 5, cap - GC_HEADER_SIZE - 5);
+    for (int i = 0; i < 4; i++) body[5 + i] = (uint8_t)(seg >> (8 * i));
+    size_t len = GC_HEADER_SIZE + 9 + pack_bits(stream_bits, body + 9, cap - GC_HEADER_SIZE - 9);
     for (int i = 0; i < 8; i++) buf[16 + i] = (uint8_t)((uint64_t)len >> (8 * i));
     return len;
 }
@@ -211,8 +220,11 @@ Test(eg, reported_code_bits_are_the_stream_length)
             double got = e.report.code_bits_per_element * (double)n;
             cr_assert_eq((uint64_t)llround(got), want, "n=%zu auto_k=%d: %.1f bits, want %llu",
                          n, auto_k, got, (unsigned long long)want);
-            /* The body is n, bucket and the stream padded to whole bytes. */
-            cr_assert_eq(e.len, GC_HEADER_SIZE + 5 + (want + 7) / 8, "n=%zu", n);
+            /* The body is n, bucket, segment size, a sync point per
+             * segment after the first, and the stream padded to bytes. */
+            size_t nb = (n + bucket - 1) / bucket, seg = ref_segment_buckets((uint32_t)bucket);
+            size_t sync = nb ? 8 * ((nb - 1) / seg) : 0;
+            cr_assert_eq(e.len, GC_HEADER_SIZE + 9 + sync + (want + 7) / 8, "n=%zu", n);
             cr_assert_eq(e.report.eg_n, 8);
             free(e.buf); free(g);
         }
@@ -450,6 +462,84 @@ Test(eg, hand_made_payload_decodes)
     cr_assert_eq(out[0], 0.0f);
     cr_assert_eq(out[1], -1.5f);
     cr_assert_eq(out[2], 0.5f);
+}
+
+/* A payload of several segments: 5000 elements in buckets of 16 are 313
+ * buckets, segments of 256 buckets, so two segments and one sync point. */
+static encoded two_segments(float *g, size_t n)
+{
+    fill_laplace(g, n, 1.0, 47);
+    gc_params p = eg_params(GC_AUTO, GC_AUTO, 16);
+    return encode_eg(&p, g, NULL, n);
+}
+
+static uint64_t get_le64(const uint8_t *s)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = (v << 8) | s[i];
+    return v;
+}
+
+Test(eg, sync_points_are_the_stream_bits_before_each_segment)
+{
+    enum { N = 20000 };
+    float *g = test_alloc(N), *out = test_alloc(N);
+    fill_laplace(g, N, 0.1, 51);
+    for (unsigned b = 1; b <= 4096; b *= 8) {
+        gc_params p = eg_params(8, GC_AUTO, b);
+        encoded e = encode_eg(&p, g, NULL, N);
+        const uint8_t *body = e.buf + GC_HEADER_SIZE;
+        uint32_t seg = (uint32_t)body[5] | (uint32_t)body[6] << 8 | (uint32_t)body[7] << 16
+                       | (uint32_t)body[8] << 24;
+        cr_assert_eq(seg, ref_segment_buckets(b), "b=%u", b);
+        size_t nb = (N + b - 1) / b, points = (nb - 1) / seg;
+        cr_assert_geq(points, 1, "b=%u", b);
+        for (size_t j = 1; j <= points; j++) {
+            size_t upto = j * seg * b;  /* elements before segment j */
+            uint64_t want = ref_stream_bits(g, upto, 8, -1, b);
+            cr_assert_eq(get_le64(body + 9 + 8 * (j - 1)), want, "b=%u segment %zu", b, j);
+        }
+        decode_eg(&e, out, N);
+        free(e.buf);
+    }
+    free(g); free(out);
+}
+
+Test(eg, a_segment_off_its_sync_point_is_corrupt)
+{
+    enum { N = 5000 };
+    float g[N];
+    encoded e = two_segments(g, N);
+    const uint8_t *sync = e.buf + GC_HEADER_SIZE + 9;
+    for (int delta = -1; delta <= 1; delta += 2) {
+        uint64_t v = get_le64(sync) + (uint64_t)(int64_t)delta;
+        uint8_t *copy = malloc(e.len);
+        memcpy(copy, e.buf, e.len);
+        for (int i = 0; i < 8; i++) copy[GC_HEADER_SIZE + 9 + i] = (uint8_t)(v >> (8 * i));
+        cr_assert_eq(gc_error_code(gc_decode_add(copy, e.len, (float[N]){0}, N, NULL)),
+                     GC_ERR_CORRUPT, "delta %d", delta);
+        free(copy);
+    }
+    /* A segment size of 0 is corrupt. */
+    memset(e.buf + GC_HEADER_SIZE + 5, 0, 4);
+    cr_assert_eq(gc_error_code(gc_decode_add(e.buf, e.len, (float[N]){0}, N, NULL)), GC_ERR_CORRUPT);
+    free(e.buf);
+}
+
+Test(eg, every_truncation_of_a_two_segment_body_is_truncated)
+{
+    enum { N = 5000 };
+    float g[N];
+    encoded e = two_segments(g, N);
+    uint8_t *copy = malloc(e.len);
+    float *out = test_alloc(N);
+    for (size_t cut = GC_HEADER_SIZE; cut < e.len; cut++) {
+        memcpy(copy, e.buf, cut);
+        set_length(copy, cut);
+        cr_assert_eq(gc_error_code(gc_decode_add(copy, cut, out, N, NULL)), GC_ERR_TRUNCATED,
+                     "cut at %zu", cut);
+    }
+    free(copy); free(out); free(e.buf);
 }
 
 Test(eg, every_truncation_is_an_error)

@@ -188,6 +188,7 @@ inline void __threadfence() {}
 inline int __clzll(long long x) { return x ? __builtin_clzll((unsigned long long)x) : 64; }
 inline int __float2int_rn(float x) { return (int)__builtin_nearbyintf(x); }
 inline int __clz(int x) { return x ? __builtin_clz((unsigned)x) : 32; }
+inline int __ffsll(long long x) { return __builtin_ffsll(x); }
 inline unsigned long long __umul64hi(unsigned long long a, unsigned long long b)
 {
     return (unsigned long long)(((unsigned __int128)a * b) >> 64);
