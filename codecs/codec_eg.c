@@ -5,11 +5,10 @@
  * Body (little-endian):
  *   0  i8   n, the exponent: the step is 2^-n, n in [-60, 60]
  *   1  u32  bucket size b >= 1: elements that share one order k
- *   5  u32  segment size S >= 1, in buckets (the encoder writes
- *           ceil(4096 / b): a segment holds about 4096 elements)
- *   9  u64  sync points: for each segment after the first (segments of S
- *           buckets, nseg = ceil(buckets / S)), the stream bit where its
- *           first bucket's k field starts; 8 (nseg - 1) bytes
+ *   5  u32  segment size S >= 1, in buckets (sync_points.h: the encoder
+ *           writes ceil(4096 / b), a segment holds about 4096 elements)
+ *   9  u64  sync points: for each segment after the first, the stream bit
+ *           where its first bucket's k field starts; 8 (nseg - 1) bytes
  *   .. bit stream, LSB first; for each bucket of b elements (the last one
  *      may be shorter): k in 5 bits (0..30), then the order-k code of
  *      z = zigzag(q) for each element (0, -1, 1, -2, ... -> 0, 1, 2, 3, ...);
@@ -53,11 +52,11 @@
  * GCT's Table 1; eg_n = the n used. */
 #include "codec_impl.h"
 #include "expgolomb.h"
+#include "sync_points.h"
 
 #include <math.h>
 
 #define EG_HEAD 9
-#define EG_SEG_ELEMENTS 4096u
 #define EG_N_LIMIT 60
 #define EG_AUTO_RANGE_BITS 12
 #define EG_K_BITS 5
@@ -88,22 +87,10 @@ static size_t eg_check(const gc_params *p, char *msg, size_t msglen)
     return 0;
 }
 
-/* Buckets of a segment: about EG_SEG_ELEMENTS elements, at least one. */
-static size_t segment_buckets(size_t b)
-{
-    return b >= EG_SEG_ELEMENTS ? 1 : (EG_SEG_ELEMENTS + b - 1) / b;
-}
-
-/* Bytes of the sync points for nb buckets in segments of s. */
-static size_t sync_bytes(size_t nb, size_t s)
-{
-    return nb ? 8 * ((nb - 1) / s) : 0;
-}
-
 static size_t eg_bound(size_t n, const gc_params *p)
 {
     size_t buckets = gc_bucket_count(n, p->bucket);
-    return EG_HEAD + sync_bytes(buckets, segment_buckets(p->bucket))
+    return EG_HEAD + gc_sync_bytes(buckets, gc_sync_segment_buckets(p->bucket))
         + (EG_K_BITS * buckets + EG_MAX_CODE_BITS * n + 7) / 8;
 }
 
@@ -248,8 +235,8 @@ static size_t eg_encode(const float *g, float *r, size_t n, const gc_params *p, 
 
     int e = p->eg_n == GC_AUTO ? auto_exponent(g, r, n) : p->eg_n;
     float scale = ldexpf(1.0f, e), step = ldexpf(1.0f, -e);
-    const size_t seg = segment_buckets(b);
-    const size_t table = sync_bytes(gc_bucket_count(n, b), seg);
+    const size_t seg = gc_sync_segment_buckets(b);
+    const size_t table = gc_sync_bytes(gc_bucket_count(n, b), seg);
     dst[0] = (uint8_t)(int8_t)e;
     gc_put_u32(dst + 1, (uint32_t)b);
     gc_put_u32(dst + 5, (uint32_t)seg);
@@ -301,8 +288,8 @@ static size_t eg_decode_add(const uint8_t *src, size_t len, float *acc, size_t n
     if (seg == 0) return GC_ERROR(CORRUPT);
     size_t buckets = gc_bucket_count(n, b);
     const uint8_t *sync = src + EG_HEAD;
-    if (buckets && (buckets - 1) / seg > (len - EG_HEAD) / 8) return GC_ERROR(TRUNCATED);
-    const uint8_t *s = sync + sync_bytes(buckets, seg);
+    if (!gc_sync_fit(buckets, seg, len - EG_HEAD)) return GC_ERROR(TRUNCATED);
+    const uint8_t *s = sync + gc_sync_bytes(buckets, seg);
     size_t slen = len - (size_t)(s - src);
     uint64_t avail_bits = (uint64_t)slen * 8;
     /* Every bucket takes at least 5 bits and every element 1. */

@@ -3,8 +3,8 @@
  * per-bucket order k (the CPU's exact best order over the same sample, one
  * thread per bucket), the order-k Exp-Golomb stream and its sync points
  * (the stream bit of every segment's first k field). The decode runs a
- * thread per segment from its sync point, then one block checks the
- * segments in order as codec_eg.c's decoder would (each ends where the
+ * thread per segment from its sync point, then gpu_stream_verdict checks
+ * the segments in order as codec_eg.c's decoder would (each ends where the
  * next starts; the error the CPU answers first wins), and the decoded
  * integers are added only when the body passed.
  *
@@ -17,9 +17,9 @@
  * and stored as whole 64-bit words, atomically only where a word is
  * shared with a neighbouring tile. */
 #include "gpu_scan.cuh"
+#include "gpu_stream.cuh"
 
 #define EG_HEAD 9
-#define EG_SEG_ELEMENTS 4096u
 #define EG_N_LIMIT 60
 #define EG_AUTO_RANGE_BITS 12
 #define EG_K_BITS 5
@@ -246,12 +246,6 @@ __global__ void k_eg_head(uint8_t *body, const int *e, uint32_t bucket, uint32_t
     st_u32(body + 5, seg);
 }
 
-/* codec_eg.c's segment_buckets and sync_bytes. */
-static size_t segment_buckets(size_t b)
-{
-    return b >= EG_SEG_ELEMENTS ? 1 : (EG_SEG_ELEMENTS + b - 1) / b;
-}
-static size_t sync_bytes(size_t nb, size_t seg) { return nb ? 8 * ((nb - 1) / seg) : 0; }
 
 static inline unsigned eg_blocks(size_t items)
 {
@@ -264,8 +258,8 @@ static size_t eg_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float *r
 {
     (void)seed;
     cudaStream_t st = ctx->stream;
-    const size_t bucket = p->bucket, nb = bucket_count(n, bucket), seg_b = segment_buckets(bucket);
-    const size_t head = EG_HEAD + sync_bytes(nb, seg_b);
+    const size_t bucket = p->bucket, nb = bucket_count(n, bucket), seg_b = gc_sync_segment_buckets(bucket);
+    const size_t head = EG_HEAD + gc_sync_bytes(nb, seg_b);
     if (cap < head + (EG_K_BITS * nb + EG_MAX_CODE_BITS * n + 7) / 8) return GC_ERR(DST_TOO_SMALL);
     int *e = (int *)scratch_get(ctx, s, sizeof(int));
     if (!e) return GC_ERR(ALLOC);
@@ -308,69 +302,34 @@ static size_t eg_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float *r
 
 /* ---- decode ---------------------------------------------------------------- */
 
-/* A segment's verdict, as codec_eg.c's decoder would answer. */
-enum { EG_OK = 0, EG_CORRUPT = 1, EG_TRUNCATED = 2 };
-
-/* The 64-bit word at of the body w[0..len) (16-byte aligned on the
- * device), bytes past len read as zeros. */
-__device__ static inline uint64_t eg_word_at(const uint64_t *w, size_t len, size_t at)
-{
-    if (8 * at + 8 <= len) return w[at];
-    const uint8_t *b = (const uint8_t *)w;
-    uint64_t v = 0;
-    for (unsigned i = 0; i < 8; i++)
-        if (8 * at + i < len) v |= (uint64_t)b[8 * at + i] << (8 * i);
-    return v;
-}
-
-/* The stream of a body: words w of the body's len bytes, the stream from
- * byte off, avail = its bits. */
-typedef struct eg_stream {
-    const uint64_t *w;
-    size_t len, off;
-    uint64_t avail;
-} eg_stream;
-
-/* 64 stream bits from stream bit p, LSB first; zeros past the stream's
- * end, as codec_eg.c's reader reads there. */
-__device__ static inline uint64_t eg_peek(const eg_stream *s, uint64_t p)
-{
-    if (p >= s->avail) return 0;
-    const uint64_t q = (uint64_t)s->off * 8 + p;
-    const size_t at = (size_t)(q >> 6);
-    const unsigned sh = (unsigned)(q & 63u);
-    const uint64_t lo = eg_word_at(s->w, s->len, at);
-    return sh ? (lo >> sh) | (eg_word_at(s->w, s->len, at + 1) << (64u - sh)) : lo;
-}
-
-/* Segment sg's buckets from its sync point (segment 0 from bit 0), the
- * zig-zag integers into z: end[sg] = the bit after its last code,
- * status[sg] = the error codec_eg.c's decoder answers inside it (a run of
- * more than 31 - k zeros: TRUNCATED when the 32 - k bits it looked at
- * reach past the stream, else CORRUPT; an order above 30: CORRUPT; a
- * bucket ending past the stream: TRUNCATED), else EG_OK. */
-__global__ void k_eg_decode_segments(eg_stream s, const uint8_t *sync, size_t n, size_t bucket,
+/* Segment sg's buckets from its sync point, the zig-zag integers into z:
+ * end[sg] = the bit after its last code, status[sg] = the error
+ * codec_eg.c's decoder answers inside it (a run of more than 31 - k zeros:
+ * TRUNCATED when the 32 - k bits it looked at reach past the stream, else
+ * CORRUPT; an order above 30: CORRUPT; a bucket ending past the stream:
+ * TRUNCATED), else STREAM_OK. */
+__global__ void k_eg_decode_segments(gpu_stream s, const uint8_t *sync, size_t n, size_t bucket,
                                      size_t nb, size_t seg, size_t nseg, uint32_t *z,
                                      uint64_t *end, unsigned *status)
 {
     GRID_STRIDE(sg, nseg) {
-        uint64_t p = sg ? ld_u64(sync + 8 * (sg - 1)) : 0;
-        unsigned st = EG_OK;
+        uint64_t p = sg ? stream_sync_point(sync, sg) : 0;
+        unsigned st = STREAM_OK;
         const size_t last = nb - sg * seg < seg ? nb : sg * seg + seg;
-        for (size_t bi = sg * seg; bi < last && st == EG_OK; bi++) {
-            const unsigned k = (unsigned)(eg_peek(&s, p) & 31u);
+        for (size_t bi = sg * seg; bi < last && st == STREAM_OK; bi++) {
+            const unsigned k = (unsigned)(stream_peek(&s, p) & 31u);
             p += EG_K_BITS;
             if (k > EG_MAX_ORDER) {
-                st = EG_CORRUPT;
+                st = STREAM_CORRUPT;
                 break;
             }
             const uint64_t limit = (2ull << (31u - k)) - 1u;  /* at most 31 - k zeros */
             uint32_t *zb = z + bi * bucket;
             const size_t m = bucket_len(n, bucket, bi);
             for (size_t i = 0; i < m; i++) {
-                const uint64_t v = eg_peek(&s, p), head = v & limit;
+                const uint64_t v = stream_peek(&s, p), head = v & limit;
                 if (head == 0) {
-                    st = p + 32u - k > s.avail ? EG_TRUNCATED : EG_CORRUPT;
+                    st = p + 32u - k > s.avail ? STREAM_TRUNCATED : STREAM_CORRUPT;
                     break;
                 }
                 const unsigned u = (unsigned)__ffsll((long long)head) - 1u, info = u + k;
@@ -378,48 +337,11 @@ __global__ void k_eg_decode_segments(eg_stream s, const uint8_t *sync, size_t n,
                 zb[i] = (uint32_t)((1ull << info) - (1ull << k) + low);
                 p += 2u * u + 1u + k;
             }
-            if (st == EG_OK && p > s.avail) st = EG_TRUNCATED;
+            if (st == STREAM_OK && p > s.avail) st = STREAM_TRUNCATED;
         }
         end[sg] = p;
         status[sg] = st;
     }
-}
-
-/* *verdict: the first error in stream order — a segment's own, or
- * CORRUPT where a segment does not end at the next one's sync point —
- * else codec_eg.c's checks of the end (no bits past the stream, no whole
- * byte after the last code, zero padding). One block. */
-__global__ void k_eg_verdict_sync(eg_stream s, const uint8_t *sync, const uint64_t *end,
-                                  const unsigned *status, size_t nseg, unsigned *verdict)
-{
-    __shared__ uint64_t first[EG_THREADS];
-    uint64_t mine = ~0ull;  /* segment << 2 | error: the smallest wins */
-    for (size_t sg = threadIdx.x; sg < nseg; sg += blockDim.x) {
-        unsigned e = status[sg];
-        if (e == EG_OK && sg + 1 < nseg && end[sg] != ld_u64(sync + 8 * sg)) e = EG_CORRUPT;
-        if (e != EG_OK) {
-            mine = (uint64_t)sg << 2 | e;
-            break;
-        }
-    }
-    first[threadIdx.x] = mine;
-    __syncthreads();
-    for (unsigned h = blockDim.x / 2; h > 0; h >>= 1) {
-        if (threadIdx.x < h && first[threadIdx.x + h] < first[threadIdx.x])
-            first[threadIdx.x] = first[threadIdx.x + h];
-        __syncthreads();
-    }
-    if (threadIdx.x != 0) return;
-    if (first[0] != ~0ull) {
-        *verdict = (unsigned)(first[0] & 3u);
-        return;
-    }
-    const uint64_t used = end[nseg - 1], slen = s.avail / 8;
-    unsigned v = EG_OK;
-    if (used > s.avail) v = EG_TRUNCATED;
-    else if ((used + 7) / 8 != slen) v = EG_CORRUPT;
-    else if ((used & 7u) && (eg_peek(&s, used & ~(uint64_t)7) & 0xFFu) >> (used & 7u)) v = EG_CORRUPT;
-    *verdict = v;
 }
 
 __device__ static inline int32_t unzigzag(uint32_t z) { return (int32_t)(z >> 1) ^ -(int32_t)(z & 1u); }
@@ -427,13 +349,9 @@ __device__ static inline int32_t unzigzag(uint32_t z) { return (int32_t)(z >> 1)
 /* acc += 2^-n q (codec_eg.c's add_dequantised), unless the verdict is an error. */
 __global__ void k_eg_add(const uint32_t *z, size_t n, float step, const unsigned *verdict, float *acc)
 {
-    if (*verdict != EG_OK) return;
+    if (*verdict != STREAM_OK) return;
     GRID_STRIDE(i, n) acc[i] = gx_add(acc[i], gx_mul((float)unzigzag(z[i]), step));
 }
-
-/* Segments are few (one per 4096 elements, 4096 for 64 MiB of floats):
- * a warp a block spreads them over every SM. */
-#define EG_DECODE_THREADS 32u
 
 static size_t eg_decode_add(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, size_t len,
                             float *acc, size_t n)
@@ -446,28 +364,25 @@ static size_t eg_decode_add(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body,
     if (bucket == 0 || bucket > (UINT32_C(1) << 31)) return GC_ERR(CORRUPT);
     if (seg == 0) return GC_ERR(CORRUPT);
     const size_t nb = bucket_count(n, bucket);
-    if (nb && (nb - 1) / seg > (len - EG_HEAD) / 8) return GC_ERR(TRUNCATED);
-    const size_t off = EG_HEAD + sync_bytes(nb, seg);
+    if (!gc_sync_fit(nb, seg, len - EG_HEAD)) return GC_ERR(TRUNCATED);
+    const size_t off = EG_HEAD + gc_sync_bytes(nb, seg);
     const uint64_t avail = (uint64_t)(len - off) * 8;
     if ((uint64_t)n + (uint64_t)EG_K_BITS * nb > avail) return GC_ERR(TRUNCATED);
     if (n == 0) return len == off ? 0 : GC_ERR(CORRUPT);
 
-    const size_t nseg = (nb + seg - 1) / seg;
+    const size_t nseg = gc_sync_segments(nb, seg);
     const uint8_t *d = body_to_device(ctx, s, body, len);
     uint32_t *z = (uint32_t *)scratch_get(ctx, s, n * sizeof(uint32_t));
     uint64_t *end = (uint64_t *)scratch_get(ctx, s, nseg * sizeof(uint64_t));
     unsigned *status = (unsigned *)scratch_get(ctx, s, nseg * sizeof(unsigned));
     if (!d || !z || !end || !status) return GC_ERR(ALLOC);
-    const eg_stream st = {(const uint64_t *)d, len, off, avail};
+    const gpu_stream st = {(const uint64_t *)d, len, off, avail};
     cudaStream_t q = ctx->stream;
-    k_eg_decode_segments<<<blocks_for(nseg, EG_DECODE_THREADS), EG_DECODE_THREADS, 0, q>>>(
+    k_eg_decode_segments<<<blocks_for(nseg, STREAM_DECODE_THREADS), STREAM_DECODE_THREADS, 0, q>>>(
         st, d + EG_HEAD, n, bucket, nb, seg, nseg, z, end, status);
-    k_eg_verdict_sync<<<1, EG_THREADS, 0, q>>>(st, d + EG_HEAD, end, status, nseg, ctx->flag);
+    gpu_stream_verdict(ctx, &st, d + EG_HEAD, end, status, nseg, ctx->flag);
     k_eg_add<<<blocks_for(n, GPU_THREADS), GPU_THREADS, 0, q>>>(z, n, ldexpf(1.0f, -e), ctx->flag, acc);
-    unsigned verdict = EG_OK;
-    const size_t r = fetch(ctx, &verdict, ctx->flag, sizeof verdict);
-    if (gc_is_error(r)) return r;
-    return verdict == EG_OK ? 0 : verdict == EG_TRUNCATED ? GC_ERR(TRUNCATED) : GC_ERR(CORRUPT);
+    return gpu_stream_result(ctx, ctx->flag);
 }
 
 extern const gpu_codec gpu_codec_eg;
