@@ -130,6 +130,22 @@ static inline unsigned gc_bitr_unary(gc_bitr *r, unsigned limit)
     }
 }
 
+/* 64 bits of src[0..len) from bit p, LSB first, zeros past len: at least
+ * the first 57 are the stream's (a stateless read for decoders that start
+ * anywhere, as at a sync point). */
+static inline uint64_t gc_bits_peek64(const uint8_t *src, size_t len, uint64_t p)
+{
+    const uint64_t at = p >> 3;
+    if (at >= len) return 0;
+    uint64_t v = 0;
+    if (at + 8 <= len) {
+        for (unsigned i = 0; i < 8; i++) v |= (uint64_t)src[at + i] << (8 * i);
+    } else {
+        for (unsigned i = 0; at + i < len; i++) v |= (uint64_t)src[at + i] << (8 * i);
+    }
+    return v >> (p & 7);
+}
+
 /* Bytes consumed so far, rounded up to whole bytes. */
 static inline size_t gc_bitr_bytes_used(const gc_bitr *r)
 {

@@ -17,15 +17,25 @@
  *     f32 norm[nb]                       nb = ceil(n / bucket)
  *     fixed: per bucket, b bit planes (quant_common.h) of the codes
  *            level | signbit(v) << (b-1)  b * ceil(L / 8) bytes
- *     Elias (p->flags & GC_PF_QSGD_ELIAS): one bit stream (bitstream.h) over
- *            all elements: Elias gamma of level + 1 (k zeros, a one, then
- *            the k low bits of level + 1 as one k-bit field), then the sign
- *            bit when level > 0; zero padded to a byte.
+ *     Elias (p->flags & GC_PF_QSGD_ELIAS): u32 S, then the sync points of
+ *            sync_points.h (segments of S = ceil(4096 / bucket) buckets;
+ *            u64 stream bit of each segment after the first), then one bit
+ *            stream (bitstream.h) over all elements: Elias gamma of
+ *            level + 1 (k zeros, a one, then the k low bits of level + 1 as
+ *            one k-bit field), then the sign bit when level > 0; zero
+ *            padded to a byte. The decoder answers TRUNCATED when the
+ *            stream ends inside a code (or before n codes), CORRUPT for
+ *            more than b - 1 zeros inside the stream, a level above s, a
+ *            segment not starting at its sync point, S = 0, bytes after
+ *            the last code or nonzero padding.
  * Bits per element: fixed b + 32/bucket (a partial last bucket pads to 8
- * elements); Elias 32/bucket + mean of 2 floor(log2(level + 1)) + 1 +
- * [level > 0], at most 2b, about 1 + 32/bucket when most levels are 0. */
+ * elements); Elias 32/bucket + 64/4096 + mean of 2 floor(log2(level + 1))
+ * + 1 + [level > 0], at most 2b, about 1 + 32/bucket when most levels are
+ * 0. The sync points let a GPU decode the segments at once
+ * (gpu/codec_qsgd.cu). */
 #include "bitstream.h"
 #include "quant_common.h"
+#include "sync_points.h"
 
 #define QSGD_FIELDS (GC_Q_BUCKET_FIELD + 2)
 enum { QSGD_FIXED = 0, QSGD_ELIAS = 1 };
@@ -44,10 +54,17 @@ static size_t fixed_codes_bytes(size_t n, size_t bucket, unsigned bits)
         + gc_planes_bytes(gc_q_bucket_len(n, bucket, nb - 1), bits);
 }
 
+/* The Elias body's segment size and sync points. */
+static size_t elias_sync_bytes(size_t n, size_t bucket)
+{
+    return 4 + gc_sync_bytes(gc_bucket_count(n, bucket), gc_sync_segment_buckets(bucket));
+}
+
 static size_t qsgd_bound(size_t n, const gc_params *p)
 {
     size_t head = QSGD_FIELDS + 4 * gc_bucket_count(n, p->bucket);
-    if (p->flags & GC_PF_QSGD_ELIAS) return head + (2 * p->bits * n + 7) / 8;
+    if (p->flags & GC_PF_QSGD_ELIAS)
+        return head + elias_sync_bytes(n, p->bucket) + (2 * p->bits * n + 7) / 8;
     return head + fixed_codes_bytes(n, p->bucket, p->bits);
 }
 
@@ -76,11 +93,19 @@ static size_t qsgd_encode_buckets(const float *g, float *r, size_t n, size_t buc
     const float s = (float)((1u << (bits - 1)) - 1u);
     uint8_t *norms = dst + QSGD_FIELDS;
     uint8_t *out = norms + 4 * nb;
+    const size_t seg = gc_sync_segment_buckets(bucket);
+    uint8_t *sync = out + 4;
+    if (coding == QSGD_ELIAS) {
+        gc_put_u32(out, (uint32_t)seg);
+        out = sync + gc_sync_bytes(nb, seg);
+    }
     gc_bitw w;
     gc_bitw_init(&w, out, cap - (size_t)(out - dst));
 
     for (size_t b = 0; b < nb; b++) {
         const size_t i0 = b * bucket, len = gc_q_bucket_len(n, bucket, b);
+        if (coding == QSGD_ELIAS && b && b % seg == 0)
+            gc_put_u64(sync + 8 * (b / seg - 1), gc_bitw_bits(&w));
         float *rb = r ? r + i0 : NULL;
         float norm = (float)sqrt(gc_q_sum_pow(g + i0, rb, len, 2));
         float inv = norm > 0.0f ? s / norm : 0.0f;
@@ -135,34 +160,62 @@ static size_t decode_fixed(const uint8_t *src, size_t n, size_t bucket, unsigned
     return 0;
 }
 
+/* One Elias code at stream bit *p of st[0..slen) (L = 8 slen bits): the
+ * signed level into *q and *p past the code; or TRUNCATED when the code
+ * runs past the stream (no one within b bits before the end, or its level
+ * or sign bits past it), CORRUPT when b zeros come inside the stream or
+ * the level is above s. gpu/codec_qsgd.cu reads codes the same way. */
+static inline size_t elias_code(const uint8_t *st, size_t slen, uint64_t *p, unsigned bits,
+                                uint32_t s, int32_t *q)
+{
+    const uint64_t L = (uint64_t)slen * 8, at = *p;
+    const uint64_t v = gc_bits_peek64(st, slen, at);
+    const uint64_t head = v & ((1u << bits) - 1u);  /* the one within b - 1 zeros */
+    if (head == 0) return at + bits > L ? GC_ERROR(TRUNCATED) : GC_ERROR(CORRUPT);
+    const unsigned k = (unsigned)__builtin_ctzll(head);
+    unsigned width = 2 * k + 1;
+    if (at + width > L) return GC_ERROR(TRUNCATED);
+    const uint32_t level = ((1u << k) | (uint32_t)((v >> (k + 1)) & ((1u << k) - 1u))) - 1u;
+    if (level > s) return GC_ERROR(CORRUPT);
+    int32_t x = (int32_t)level;
+    if (level) {
+        if (at + width + 1 > L) return GC_ERROR(TRUNCATED);
+        if ((v >> width) & 1u) x = -x;
+        width++;
+    }
+    *p = at + width;
+    *q = x;
+    return 0;
+}
+
 static size_t decode_elias(const uint8_t *src, size_t len, size_t n, size_t bucket,
                            unsigned bits, float *acc)
 {
     const size_t nb = gc_bucket_count(n, bucket);
     const uint32_t s = (1u << (bits - 1)) - 1u;
     const size_t off = QSGD_FIELDS + 4 * nb;
-    gc_bitr br;
-    gc_bitr_init(&br, src + off, len - off);
+    if (len - off < 4) return GC_ERROR(TRUNCATED);
+    const uint32_t seg = gc_get_u32(src + off);
+    if (seg == 0) return GC_ERROR(CORRUPT);
+    const uint8_t *sync = src + off + 4;
+    if (!gc_sync_fit(nb, seg, len - off - 4)) return GC_ERROR(TRUNCATED);
+    const uint8_t *st = sync + gc_sync_bytes(nb, seg);
+    const size_t slen = len - (size_t)(st - src);
+    uint64_t p = 0;
     for (size_t b = 0; b < nb; b++) {
+        if (b && b % seg == 0 && p != gc_get_u64(sync + 8 * (b / seg - 1))) return GC_ERROR(CORRUPT);
         const size_t i0 = b * bucket, blen = gc_q_bucket_len(n, bucket, b);
         float step = gc_get_f32(src + QSGD_FIELDS + 4 * b) / (float)s;
         for (size_t i = 0; i < blen; i++) {
-            unsigned k = gc_bitr_unary(&br, bits - 1);
-            if (br.overrun) break;
-            uint32_t level = ((1u << k) | gc_bitr_get(&br, k)) - 1u;
-            if (level > s) return GC_ERROR(CORRUPT);
-            int32_t q = (int32_t)level;
-            if (level && gc_bitr_get(&br, 1)) q = -q;
+            int32_t q = 0;
+            size_t e = elias_code(st, slen, &p, bits, s, &q);
+            if (gc_is_error(e)) return e;
             acc[i0 + i] += (float)q * step;
         }
-        if (br.overrun) break;
-    }
-    if (br.overrun) {
-        /* Out of bits, or a run of zeros longer than any level allows. */
-        return br.pos >= br.len && br.nacc == 0 ? GC_ERROR(TRUNCATED) : GC_ERROR(CORRUPT);
     }
     /* The stream must end here: no further bytes, and zero padding. */
-    if (gc_bitr_bytes_used(&br) != len - off || br.acc != 0) return GC_ERROR(CORRUPT);
+    if ((p + 7) / 8 != slen) return GC_ERROR(CORRUPT);
+    if ((p & 7) && (st[slen - 1] >> (p & 7)) != 0) return GC_ERROR(CORRUPT);
     return 0;
 }
 

@@ -33,8 +33,9 @@ extern "C" {
 #define GC_VERSION_PATCH 0
 #define GC_VERSION_STRING "0.1.0"
 
-/* Payload format version written into every header. 2: eg's body carries
- * sync points (codec_eg.c), so a GPU decodes its stream in parallel. */
+/* Payload format version written into every header. 2: eg's and qsgd's
+ * Elias bodies carry sync points (sync_points.h), so a GPU decodes their
+ * streams a segment a thread. */
 #define GC_FORMAT_VERSION 2
 /* Size of the fixed payload header in bytes. */
 #define GC_HEADER_SIZE 32

@@ -12,8 +12,8 @@ extern const gpu_codec gpu_codec_none, gpu_codec_fp16, gpu_codec_bf16, gpu_codec
 /* host_head: the body bytes decode_add reads on the host before it hands
  * the body to body_to_device (gpu_codec_host_head). The fixed fields:
  * the bucket field of the quantizers, qsgd's bucket, bits and coding bytes
- * (its Elias stream goes through gpu_host_decode_add, which fetches the
- * rest itself), eg's exponent, bucket and segment size, powersgd's rows,
+ * (its Elias decode fetches its segment size behind the norms itself),
+ * eg's exponent, bucket and segment size, powersgd's rows,
  * cols and rank, randk's seed, k and flags. topk, dgc and topkq parse
  * their index sections on the host: the whole body.
  * any_input: the codec's encode may see inf and NaN (its writes stay inside

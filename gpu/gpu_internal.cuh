@@ -180,6 +180,16 @@ static inline const uint8_t *shadow_device(const gcmpi_gpu_ctx *ctx, const uint8
     return sh->dev + (body - sh->host);
 }
 
+/* body[0..upto) readable on the host, body[0..len) a body decode_add was
+ * handed: a device payload's shadow (see gpu_shadow) filled that far.
+ * 0 or an error. */
+static inline size_t body_on_host(gcmpi_gpu_ctx *ctx, const uint8_t *body, size_t len,
+                                  size_t upto)
+{
+    if (!shadow_device(ctx, body, len)) return 0;
+    return shadow_fill(ctx, (size_t)(body - ctx->shadow.host) + upto);
+}
+
 /* A body on the device, 16-byte aligned (kernels may load it in words or
  * vectors): where it already is for a device payload (its shadow, see
  * gpu_shadow: no copy) when that is aligned, else copied to device scratch
@@ -362,8 +372,8 @@ typedef struct gpu_codec {
 /* decode_add on the host: the CPU codec decodes the payload around body
  * (body is always GC_HEADER_SIZE bytes into it) into a host buffer of -0.0f
  * (-0 + d is d for every d, so the sum is bit for bit the CPU's), which is
- * then added on the device. For the part that stays sequential (qsgd's
- * Elias stream) and payloads of non-finite input. */
+ * then added on the device. For payloads of non-finite input (payload.c's
+ * flagged encodes). */
 size_t gpu_host_decode_add(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, size_t len,
                            float *acc, size_t n);
 

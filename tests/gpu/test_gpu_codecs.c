@@ -15,9 +15,9 @@
  * supported, the zstd stage gives GC_ERR_UNSUPPORTED, corrupt bodies give
  * the CPU's error, and DGC's momentum encode (topk, dgc, randk, topkq)
  * keeps the CPU's payload, u and v over four calls, an overflow step among
- * them. eg's sync points: bodies of several segments, and mutants of one
- * (cut, sync points changed, stream bits flipped) refused or summed as the
- * CPU refuses or sums them. The
+ * them. eg's and qsgd's Elias sync points: bodies of several segments, and
+ * mutants of one (cut, sync points changed, stream bits flipped) refused
+ * or summed as the CPU refuses or sums them. The
  * adaptive layer's device passes (gpu_adapt.cu) equal codecs/adapt/'s
  * loops: EDGC's gathered sample, GCT's shaping and remembered mean, and
  * the variance method's two sums in gc_var_moves' order; topkq with a
@@ -410,12 +410,13 @@ static void test_errors(void)
     gcmpi_gpu_dealloc(ctx, d2);
 }
 
-/* One mutated eg payload buf[0..len) (its header's length set to len):
- * the GPU answers the CPU's error, from host and from device memory, and
- * leaves its accumulator as it was; where the CPU accepts the body, the
- * GPU's sums are the CPU's bits. */
-static void eg_mutant(const char *what, unsigned char *buf, size_t len, size_t n,
-                      const float *acc0, float *acc_cpu, float *acc_gpu)
+/* One mutated payload buf[0..len) of a sync-pointed stream (eg, qsgd's
+ * Elias coding; its header's length set to len): the GPU answers the
+ * CPU's error, from host and from device memory, and leaves its
+ * accumulator as it was; where the CPU accepts the body, the GPU's sums
+ * are the CPU's bits. */
+static void stream_mutant(const char *codec, const char *what, unsigned char *buf, size_t len,
+                          size_t n, const float *acc0, float *acc_cpu, float *acc_gpu)
 {
     for (int i = 0; i < 8; i++) buf[16 + i] = (unsigned char)((uint64_t)len >> (8 * i));
     memcpy(acc_cpu, acc0, n * sizeof *acc0);
@@ -424,40 +425,44 @@ static void eg_mutant(const char *what, unsigned char *buf, size_t len, size_t n
         float *dacc = dev_from(acc0, n * sizeof *acc0);
         const size_t r = from_dev ? decode_from_device(buf, len, dacc, n)
                                   : gcmpi_gpu_decode_add(ctx, buf, len, dacc, n);
-        CHECK(gc_error_code(r) == gc_error_code(want), "eg %s%s: GPU %s, CPU %s", what,
+        CHECK(gc_error_code(r) == gc_error_code(want), "%s %s%s: GPU %s, CPU %s", codec, what,
               from_dev ? " (device payload)" : "", gc_error_name(r), gc_error_name(want));
         to_host(acc_gpu, dacc, n * sizeof *acc_gpu);
         const float *expect = gc_is_error(r) ? acc0 : acc_cpu;
         const size_t d = first_diff_f(acc_gpu, expect, n, 0);
-        CHECK(d == n, "eg %s%s: sum differs at %zu (GPU %a, %s %a)", what,
+        CHECK(d == n, "%s %s%s: sum differs at %zu (GPU %a, %s %a)", codec, what,
               from_dev ? " (device payload)" : "", d, (double)acc_gpu[d],
               gc_is_error(r) ? "before" : "CPU", (double)expect[d]);
         gcmpi_gpu_dealloc(ctx, dacc);
     }
 }
 
-/* eg's sync points (codecs/codec_eg.c): bodies of several segments equal
- * the CPU's (run_case), and mutants of one — cut at many lengths, a byte
- * of the segment size or the sync points changed, stream bits flipped
- * (orders, zero runs, codes), a byte appended — get the CPU's verdict from
- * the GPU, which decodes each segment from its sync point. */
-static int test_eg_bodies(size_t max_n)
+/* Sync-pointed streams (codecs/sync_points.h): bodies of several segments
+ * at several bucket sizes equal the CPU's (run_case), and mutants of one
+ * of N elements whose segment size field is at body byte seg_at (two sync
+ * points follow it, then the stream) — cut at many lengths and in the last
+ * code before each sync point, a byte of the segment size or the sync
+ * points changed, stream bits flipped (orders, zero runs, codes), a byte
+ * appended — get the CPU's verdict from the GPU, which decodes each
+ * segment from its sync point. */
+static int test_stream_bodies(const char *codec, const gc_params *base, size_t max_n)
 {
     int cases = 0;
-    gc_params p;
-    gc_params_default(&p);
+    gc_params p = *base;
     const size_t buckets[] = {1, 16, 512, 5000};
     for (size_t bi = 0; bi < sizeof buckets / sizeof *buckets; bi++) {
         p.bucket = buckets[bi];
         const size_t n = 9000 < max_n ? 9000 : max_n;
-        run_case("eg", &p, n, 1, (int)(bi & 1), 0, FILL_RANDOM);
-        run_case("eg", &p, n, 0, !(bi & 1), 1, FILL_RANDOM);
+        run_case(codec, &p, n, 1, (int)(bi & 1), 0, FILL_RANDOM);
+        run_case(codec, &p, n, 0, !(bi & 1), 1, FILL_RANDOM);
         cases += 2;
     }
     enum { N = 9000 };  /* buckets of 16: segments of 256 buckets, three of them */
-    const gc_codec *eg = gc_codec_by_name("eg");
+    const gc_codec *c = gc_codec_by_name(codec);
     p.bucket = 16;
-    const size_t cap = gc_bound(eg, N, &p) + 1;
+    const size_t seg_at = gc_codec_id(c) == gc_codec_id(gc_codec_by_name("eg")) ? 5
+                          : 6 + 4 * ((N + 15) / 16);  /* qsgd: past its norms */
+    const size_t cap = gc_bound(c, N, &p) + 1;
     float *g = malloc(N * sizeof *g), *acc0 = malloc(N * sizeof *acc0);
     float *acc_cpu = malloc(N * sizeof *acc_cpu), *acc_gpu = malloc(N * sizeof *acc_gpu);
     unsigned char *orig = malloc(cap), *buf = malloc(cap);
@@ -467,36 +472,36 @@ static int test_eg_bodies(size_t max_n)
     }
     fill(g, N, FILL_RANDOM);
     fill(acc0, N, FILL_RANDOM);
-    const size_t len = gc_encode(eg, g, NULL, N, &p, 1, orig, cap, NULL);
-    CHECK(!gc_is_error(len), "eg encode: %s", gc_error_name(len));
+    const size_t len = gc_encode(c, g, NULL, N, &p, 1, orig, cap, NULL);
+    CHECK(!gc_is_error(len), "%s encode: %s", codec, gc_error_name(len));
     if (gc_is_error(len)) return cases;
-    const size_t body = GC_HEADER_SIZE, stream = body + 9 + 16;  /* two sync points */
+    const size_t body = GC_HEADER_SIZE, sync = body + seg_at + 4, stream = sync + 16;
     char what[96];
     for (size_t cut = body; cut < len; cut += cut < stream + 64 ? 1 : 37) {
         memcpy(buf, orig, cut);
         snprintf(what, sizeof what, "cut at %zu of %zu", cut, len);
-        eg_mutant(what, buf, cut, N, acc0, acc_cpu, acc_gpu);
+        stream_mutant(codec, what, buf, cut, N, acc0, acc_cpu, acc_gpu);
         cases++;
     }
     /* Cuts in the last code before each sync point: a segment that ends
      * past the stream is TRUNCATED, not off its sync point. */
     for (size_t j = 0; j < 2; j++) {
         uint64_t sp = 0;
-        for (int i = 7; i >= 0; i--) sp = sp << 8 | orig[body + 9 + 8 * j + (size_t)i];
+        for (int i = 7; i >= 0; i--) sp = sp << 8 | orig[sync + 8 * j + (size_t)i];
         for (size_t cut = stream + (size_t)(sp / 8) - 2; cut <= stream + (size_t)(sp / 8) + 1; cut++) {
             memcpy(buf, orig, cut);
             snprintf(what, sizeof what, "cut at %zu, sync point %zu at bit %llu", cut, j,
                      (unsigned long long)sp);
-            eg_mutant(what, buf, cut, N, acc0, acc_cpu, acc_gpu);
+            stream_mutant(codec, what, buf, cut, N, acc0, acc_cpu, acc_gpu);
             cases++;
         }
     }
-    for (size_t at = body + 5; at < stream; at++)
+    for (size_t at = body + seg_at; at < stream; at++)
         for (unsigned x = 1; x < 256; x <<= 1) {
             memcpy(buf, orig, len);
             buf[at] ^= (unsigned char)x;
             snprintf(what, sizeof what, "byte %zu ^ %#x", at - body, x);
-            eg_mutant(what, buf, len, N, acc0, acc_cpu, acc_gpu);
+            stream_mutant(codec, what, buf, len, N, acc0, acc_cpu, acc_gpu);
             cases++;
         }
     for (int t = 0; t < 300; t++) {
@@ -506,17 +511,17 @@ static int test_eg_bodies(size_t max_n)
         if (t & 1) buf[(bit + 64) / 8 < len ? (bit + 64) / 8 : bit / 8] ^= 0x10;
         snprintf(what, sizeof what, "stream bit %zu flipped%s", bit - stream * 8,
                  t & 1 ? " and one 64 bits on" : "");
-        eg_mutant(what, buf, len, N, acc0, acc_cpu, acc_gpu);
+        stream_mutant(codec, what, buf, len, N, acc0, acc_cpu, acc_gpu);
         cases++;
     }
     for (unsigned x = 0; x < 2; x++) {
         memcpy(buf, orig, len);
         buf[len] = (unsigned char)x;
-        eg_mutant(x ? "a byte 1 appended" : "a byte 0 appended", buf, len + 1, N, acc0, acc_cpu,
-                  acc_gpu);
+        stream_mutant(codec, x ? "a byte 1 appended" : "a byte 0 appended", buf, len + 1, N, acc0,
+                      acc_cpu, acc_gpu);
         cases++;
     }
-    eg_mutant("unchanged", memcpy(buf, orig, len), len, N, acc0, acc_cpu, acc_gpu);
+    stream_mutant(codec, "unchanged", memcpy(buf, orig, len), len, N, acc0, acc_cpu, acc_gpu);
     free(g); free(acc0); free(acc_cpu); free(acc_gpu); free(orig); free(buf);
     return cases + 1;
 }
@@ -851,7 +856,17 @@ int main(void)
         cases += test_encode_momentum(max_n);
     if (!only || listed(only, "adapt")) cases += test_adapt(max_n);
     if (!only || listed(only, "topkq")) cases += test_topkq_policy(max_n);
-    if (!only || listed(only, "eg")) cases += test_eg_bodies(max_n);
+    if (!only || listed(only, "eg")) {
+        gc_params p;
+        gc_params_default(&p);
+        cases += test_stream_bodies("eg", &p, max_n);
+    }
+    if (!only || listed(only, "qsgd")) {
+        gc_params p;
+        gc_params_default(&p);
+        p.flags |= GC_PF_QSGD_ELIAS;
+        for (p.bits = 2; p.bits <= 8; p.bits += 3) cases += test_stream_bodies("qsgd", &p, max_n);
+    }
     test_errors();
     gcmpi_gpu_destroy(ctx);
     if (failures) {

@@ -347,16 +347,10 @@ Test(quant, truncated_body_is_an_error_and_trailing_bytes_are_corrupt)
         gc_params p = params_for(&all_configs[c], 0);
         payload pl = encode(all_configs[c].codec, &p, g, NULL, n, 4);
         size_t body = pl.len - GC_HEADER_SIZE;
-        bool elias = all_configs[c].flags & GC_PF_QSGD_ELIAS;
         for (size_t cut = 0; cut < body; cut += cut < 64 ? 1 : 61) {
             size_t r = decode_resized(&pl, cut, out, n);
-            cr_assert(gc_is_error(r), "%s bits=%u: body cut to %zu of %zu decoded",
-                      all_configs[c].codec, p.bits, cut, body);
-            /* Fixed-size bodies know their length up front; a bit stream may
-             * also find garbage where its end should be. */
-            if (!elias)
-                cr_assert_eq(gc_error_code(r), GC_ERR_TRUNCATED, "%s cut %zu: %s",
-                             all_configs[c].codec, cut, gc_error_name(r));
+            cr_assert_eq(gc_error_code(r), GC_ERR_TRUNCATED, "%s bits=%u flags=%#x cut %zu of %zu: %s",
+                         all_configs[c].codec, p.bits, p.flags, cut, body, gc_error_name(r));
         }
         cr_assert_eq(gc_error_code(decode_resized(&pl, body + 1, out, n)), GC_ERR_CORRUPT,
                      "%s bits=%u: trailing byte", all_configs[c].codec, p.bits);
@@ -425,9 +419,91 @@ Test(quant, malformed_fields_are_corrupt)
     for (size_t c = 0; c < 4; c++)
         cr_assert_eq(gc_error_code(decode_with_byte(planar[c], &p, 7, first_plane[c], 0x80)),
                      GC_ERR_CORRUPT, "%s", planar[c]);
-    /* Elias gamma: a run of zeros longer than any level allows. */
+    /* Elias gamma (body: bucket, bits, coding, 13 norms, segment size,
+     * no sync point for one segment, the stream): a run of b zeros inside
+     * the stream, a segment size of 0. */
     p.flags |= GC_PF_QSGD_ELIAS;
-    cr_assert(gc_is_error(decode_with_byte("qsgd", &p, 100, 6 + 4 * 13, 0)));
+    const size_t seg_at = 6 + 4 * 13, stream_at = seg_at + 4;
+    cr_assert_eq(gc_error_code(decode_with_byte("qsgd", &p, 100, stream_at, 0)), GC_ERR_CORRUPT);
+    const size_t seg_bytes[4] = {seg_at, seg_at + 1, seg_at + 2, seg_at + 3};
+    const uint8_t zeros[4] = {0};
+    cr_assert_eq(gc_error_code(decode_with_bytes("qsgd", &p, 100, seg_bytes, zeros, 4)),
+                 GC_ERR_CORRUPT);
+}
+
+/* A hand-made Elias body whose last code's sign bit is the stream's only
+ * bit in its last byte: n = 3, bits = 2 (s = 1), levels +1, 0, -1 are
+ * 0100, 1, 0101 in stream order (Elias gamma of level + 1, then the sign),
+ * nine bits. Cut to its first byte, the stream ends inside that code:
+ * TRUNCATED, not a body that ends too early. */
+Test(qsgd, elias_sign_bit_past_the_end_is_truncated)
+{
+    gc_params p;
+    gc_params_default(&p);
+    p.bucket = 3;
+    p.bits = 2;
+    p.flags = GC_PF_QSGD_ELIAS;
+    float g[3] = {1.0f, 0.0f, -1.0f}, out[3] = {0};
+    payload pl = encode("qsgd", &p, g, NULL, 3, 1);
+    enum { BODY = 4 + 1 + 1 + 4 + 4 + 2 };
+    uint8_t *buf = calloc(1, GC_HEADER_SIZE + BODY);
+    memcpy(buf, pl.data, GC_HEADER_SIZE);
+    uint8_t *b = buf + GC_HEADER_SIZE;
+    gc_put_u32(b, 3);
+    b[4] = 2;
+    b[5] = 1;
+    gc_put_f32(b + 6, 2.0f);                  /* the norm: step 2 / s = 2 */
+    gc_put_u32(b + 10, (4096 + 2) / 3);       /* segment size; no sync point */
+    b[14] = 0x52;                             /* bits 0100 1 010, LSB first */
+    b[15] = 0x01;                             /* the last sign bit: negative */
+    gc_put_u64(buf + 16, GC_HEADER_SIZE + BODY);
+    cr_assert(!gc_is_error(gc_decode_add(buf, GC_HEADER_SIZE + BODY, out, 3, NULL)));
+    cr_assert_eq(out[0], 2.0f);
+    cr_assert_eq(out[1], 0.0f);
+    cr_assert_eq(out[2], -2.0f);
+    gc_put_u64(buf + 16, GC_HEADER_SIZE + BODY - 1);
+    cr_assert_eq(gc_error_code(gc_decode_add(buf, GC_HEADER_SIZE + BODY - 1, out, 3, NULL)),
+                 GC_ERR_TRUNCATED);
+    free(buf);
+    free(pl.data);
+}
+
+/* A qsgd Elias body of several segments (sync_points.h): 9000 elements in
+ * buckets of 64, segments of 64 buckets, so three segments and two sync
+ * points. The body decodes (the decoder checks that each segment starts
+ * at its point); either point one bit off is CORRUPT; every cut of the
+ * body is TRUNCATED. */
+Test(qsgd, elias_sync_points_mark_the_segments)
+{
+    const size_t n = 9000, nb = (n + 63) / 64;
+    float *g = test_alloc(n), *out = test_alloc(n);
+    fill_laplace(g, n, 1.0, 17);
+    gc_params p;
+    gc_params_default(&p);
+    p.bucket = 64;
+    p.bits = 3;
+    p.flags = GC_PF_QSGD_ELIAS;
+    payload pl = encode("qsgd", &p, g, NULL, n, 8);
+    const uint8_t *body = pl.data + GC_HEADER_SIZE;
+    const size_t seg_at = 6 + 4 * nb, sync_at = seg_at + 4;
+    cr_assert_eq(gc_get_u32(body + seg_at), 64u);
+    cr_assert(!gc_is_error(gc_decode_add(pl.data, pl.len, out, n, NULL)));
+    for (size_t j = 0; j < 2; j++)
+    for (int delta = -1; delta <= 1; delta += 2) {
+        const uint64_t v = gc_get_u64(body + sync_at + 8 * j) + (uint64_t)(int64_t)delta;
+        payload bad = {malloc(pl.len), pl.len};
+        memcpy(bad.data, pl.data, pl.len);
+        gc_put_u64(bad.data + GC_HEADER_SIZE + sync_at + 8 * j, v);
+        cr_assert_eq(gc_error_code(gc_decode_add(bad.data, bad.len, out, n, NULL)), GC_ERR_CORRUPT,
+                     "point %zu, delta %d", j, delta);
+        free(bad.data);
+    }
+    size_t body_len = pl.len - GC_HEADER_SIZE;
+    for (size_t cut = 0; cut < body_len; cut++)
+        cr_assert_eq(gc_error_code(decode_resized(&pl, cut, out, n)), GC_ERR_TRUNCATED,
+                     "cut at %zu of %zu", cut, body_len);
+    cr_assert(!gc_is_error(decode_resized(&pl, body_len, out, n)));
+    free(pl.data); free(g); free(out);
 }
 
 /* ---- fp16 ----------------------------------------------------------------------- */
