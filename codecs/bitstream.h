@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef struct gc_bitw {
     uint8_t *dst;
@@ -136,10 +137,12 @@ static inline unsigned gc_bitr_unary(gc_bitr *r, unsigned limit)
 static inline uint64_t gc_bits_peek64(const uint8_t *src, size_t len, uint64_t p)
 {
     const uint64_t at = p >> 3;
-    if (at >= len) return 0;
     uint64_t v = 0;
     if (at + 8 <= len) {
-        for (unsigned i = 0; i < 8; i++) v |= (uint64_t)src[at + i] << (8 * i);
+        memcpy(&v, src + at, 8);  /* one load */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        v = __builtin_bswap64(v);
+#endif
     } else {
         for (unsigned i = 0; at + i < len; i++) v |= (uint64_t)src[at + i] << (8 * i);
     }

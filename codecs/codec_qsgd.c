@@ -164,9 +164,10 @@ static size_t decode_fixed(const uint8_t *src, size_t n, size_t bucket, unsigned
  * signed level into *q and *p past the code; or TRUNCATED when the code
  * runs past the stream (no one within b bits before the end, or its level
  * or sign bits past it), CORRUPT when b zeros come inside the stream or
- * the level is above s. gpu/codec_qsgd.cu reads codes the same way. */
-static inline size_t elias_code(const uint8_t *st, size_t slen, uint64_t *p, unsigned bits,
-                                uint32_t s, int32_t *q)
+ * the level is above s. gpu/codec_qsgd.cu reads codes the same way.
+ * decode_elias reads well-formed codes inside the stream faster itself. */
+static size_t elias_code(const uint8_t *st, size_t slen, uint64_t *p, unsigned bits, uint32_t s,
+                         int32_t *q)
 {
     const uint64_t L = (uint64_t)slen * 8, at = *p;
     const uint64_t v = gc_bits_peek64(st, slen, at);
@@ -201,18 +202,54 @@ static size_t decode_elias(const uint8_t *src, size_t len, size_t n, size_t buck
     if (!gc_sync_fit(nb, seg, len - off - 4)) return GC_ERROR(TRUNCATED);
     const uint8_t *st = sync + gc_sync_bytes(nb, seg);
     const size_t slen = len - (size_t)(st - src);
-    uint64_t p = 0;
+    /* Codes are read from a window v, loaded 8 bytes at a time at stream
+     * bit base while whole loads fit, of which `have` bits are left (so
+     * the stream bit is base + loaded - have); near the end, and wherever
+     * a code may not be well formed, by elias_code. */
+    const unsigned longest = 2 * bits;
+    const uint64_t head_mask = (1u << bits) - 1u;
+    uint64_t base = 0, v = 0;
+    unsigned have = 0, loaded = 0;
     for (size_t b = 0; b < nb; b++) {
-        if (b && b % seg == 0 && p != gc_get_u64(sync + 8 * (b / seg - 1))) return GC_ERROR(CORRUPT);
+        if (b && b % seg == 0 && base + loaded - have != gc_get_u64(sync + 8 * (b / seg - 1)))
+            return GC_ERROR(CORRUPT);
         const size_t i0 = b * bucket, blen = gc_q_bucket_len(n, bucket, b);
         float step = gc_get_f32(src + QSGD_FIELDS + 4 * b) / (float)s;
         for (size_t i = 0; i < blen; i++) {
+            if (have < longest) {
+                base += loaded - have;
+                loaded = have = 0;
+                if ((base >> 3) + 8 <= slen) {
+                    v = gc_bits_peek64(st, slen, base);
+                    loaded = have = 64 - (unsigned)(base & 7);
+                }
+            }
+            const uint64_t head = v & head_mask;
             int32_t q = 0;
-            size_t e = elias_code(st, slen, &p, bits, s, &q);
-            if (gc_is_error(e)) return e;
+            if (have >= longest && head) {
+                /* Branches, not selects: level is mostly 0 at few bits, and a
+                 * predicted branch keeps the next code off this one's
+                 * dependency chain. */
+                const unsigned k = (unsigned)__builtin_ctzll(head);
+                unsigned width = 2 * k + 1;
+                if (k) {  /* level 0 has k = 0 and no sign */
+                    const uint32_t level = ((1u << k) | (uint32_t)((v >> (k + 1)) & ((1u << k) - 1u))) - 1u;
+                    if (level > s) return GC_ERROR(CORRUPT);
+                    q = (v >> width) & 1u ? -(int32_t)level : (int32_t)level;
+                    width++;
+                }
+                v >>= width;
+                have -= width;
+            } else {
+                base += loaded - have;
+                loaded = have = 0;
+                size_t e = elias_code(st, slen, &base, bits, s, &q);
+                if (gc_is_error(e)) return e;
+            }
             acc[i0 + i] += (float)q * step;
         }
     }
+    const uint64_t p = base + loaded - have;
     /* The stream must end here: no further bytes, and zero padding. */
     if ((p + 7) / 8 != slen) return GC_ERROR(CORRUPT);
     if ((p & 7) && (st[slen - 1] >> (p & 7)) != 0) return GC_ERROR(CORRUPT);

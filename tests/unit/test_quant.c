@@ -468,6 +468,40 @@ Test(qsgd, elias_sign_bit_past_the_end_is_truncated)
     free(pl.data);
 }
 
+/* A level above s (bits = 2: s = 1; the code 011 is level 2) is CORRUPT,
+ * first among 80 codes (read from a whole 8-byte window) and alone (read
+ * near the end of the stream). */
+Test(qsgd, elias_level_above_s_is_corrupt)
+{
+    gc_params p;
+    gc_params_default(&p);
+    p.bucket = 80;
+    p.bits = 2;
+    p.flags = GC_PF_QSGD_ELIAS;
+    float g[80] = {0}, out[80] = {0};
+    for (size_t n = 1; n <= 80; n += 79) {
+        payload pl = encode("qsgd", &p, g, NULL, n, 1);
+        /* 011, then n ones: enough for the rest if 011 took a sign bit. */
+        const size_t stream_bytes = (3 + n + 7) / 8, body = 4 + 1 + 1 + 4 + 4 + stream_bytes;
+        uint8_t *buf = calloc(1, GC_HEADER_SIZE + body);
+        memcpy(buf, pl.data, GC_HEADER_SIZE);
+        uint8_t *b = buf + GC_HEADER_SIZE;
+        gc_put_u32(b, 80);
+        b[4] = 2;
+        b[5] = 1;
+        gc_put_f32(b + 6, 1.0f);
+        gc_put_u32(b + 10, (4096 + 79) / 80);
+        uint8_t *st = b + 14;
+        st[0] = 0x06;                                   /* 011: level 2 */
+        for (size_t i = 1; i <= n; i++) st[(i + 2) / 8] |= (uint8_t)(1u << ((i + 2) % 8));
+        gc_put_u64(buf + 16, GC_HEADER_SIZE + body);
+        cr_assert_eq(gc_error_code(gc_decode_add(buf, GC_HEADER_SIZE + body, out, n, NULL)),
+                     GC_ERR_CORRUPT, "n=%zu", n);
+        free(buf);
+        free(pl.data);
+    }
+}
+
 /* A qsgd Elias body of several segments (sync_points.h): 9000 elements in
  * buckets of 64, segments of 64 buckets, so three segments and two sync
  * points. The body decodes (the decoder checks that each segment starts
