@@ -5,6 +5,7 @@
  *
  *   gcmpi-codec-bench [--codec NAME|all] [--size BYTES] [--input SPEC]
  *                     [--ratio R] [--bits B] [--bucket N] [--rank R]
+ *                     [--qsgd-coding fixed|elias]
  *                     [--zstd LEVEL] [--crc] [--ef] [--reps N] [--seed S]
  *                     [--scale STD] [--json] [--device cpu|cuda]
  *
@@ -59,6 +60,7 @@ static void usage(FILE *out)
         "  --scale STD        standard deviation of generated input (default 1e-3)\n"
         "  --ratio R          kept fraction for topk, randk, dgc\n"
         "  --bits B           qsgd bits per element\n"
+        "  --qsgd-coding C    qsgd levels: fixed (bit planes, default) or elias\n"
         "  --bucket N         elements per scale for bucketed codecs\n"
         "  --rank R           powersgd rank\n"
         "  --zstd LEVEL       lossless zstd stage after the codec (0 off)\n"
@@ -186,6 +188,12 @@ static options parse_args(int argc, char **argv)
         else if (strcmp(name, "--bits") == 0) o.params.bits = (unsigned)parse_u64(name, val);
         else if (strcmp(name, "--bucket") == 0) o.params.bucket = (size_t)parse_u64(name, val);
         else if (strcmp(name, "--rank") == 0) o.params.rank = (unsigned)parse_u64(name, val);
+        else if (strcmp(name, "--qsgd-coding") == 0) {
+            if (strcmp(val, "fixed") != 0 && strcmp(val, "elias") != 0)
+                die("--qsgd-coding=%s is unknown; expected fixed or elias", val);
+            if (strcmp(val, "elias") == 0) o.params.flags |= GC_PF_QSGD_ELIAS;
+            else o.params.flags &= ~GC_PF_QSGD_ELIAS;
+        }
         else if (strcmp(name, "--zstd") == 0) o.params.zstd_level = (int)parse_u64(name, val);
         else if (strcmp(name, "--reps") == 0) {
             uint64_t r = parse_u64(name, val);
@@ -456,8 +464,10 @@ static void print_json(const result *res, size_t count, const options *o, size_t
         printf("  {\"codec\": ");
         json_str(gc_codec_name(r->codec));
         printf(", \"params\": {\"ratio\": %.6g, \"bits\": %u, \"bucket\": %zu, \"rank\": %u, "
-               "\"zstd_level\": %d, \"crc\": %s, \"ef\": %s, \"seed\": %" PRIu64 "}, ",
-               p->ratio, p->bits, p->bucket, p->rank, p->zstd_level,
+               "\"qsgd_coding\": \"%s\", \"zstd_level\": %d, \"crc\": %s, \"ef\": %s, "
+               "\"seed\": %" PRIu64 "}, ",
+               p->ratio, p->bits, p->bucket, p->rank,
+               (p->flags & GC_PF_QSGD_ELIAS) ? "elias" : "fixed", p->zstd_level,
                (p->flags & GC_PF_CRC) ? "true" : "false", o->ef ? "true" : "false", o->seed);
         printf("\"input\": {\"kind\": \"%s\", ", input_name(o));
         if (o->input == INPUT_FILE) { printf("\"path\": "); json_str(o->path); printf(", "); }
@@ -504,9 +514,9 @@ static void print_table(const result *res, size_t count, const options *o, size_
         printf("generalized Gaussian shape %g, std %g", o->ggd_shape, o->scale);
     else printf("Laplace, std %g", o->scale);
     printf(", %zu floats (%.1f MiB), seed %" PRIu64 "\n", n, (double)bytes / (1 << 20), o->seed);
-    printf("params: ratio %g, bits %u, bucket %zu, rank %u, zstd %d%s%s\n", p->ratio, p->bits,
+    printf("params: ratio %g, bits %u, bucket %zu, rank %u, zstd %d%s%s%s\n", p->ratio, p->bits,
            p->bucket, p->rank, p->zstd_level, (p->flags & GC_PF_CRC) ? ", crc" : "",
-           o->ef ? ", error feedback" : "");
+           (p->flags & GC_PF_QSGD_ELIAS) ? ", qsgd elias" : "", o->ef ? ", error feedback" : "");
     printf("timing: best of %u reps, single thread; GB/s of input bytes; xmem = / memcpy "
            "of the same buffer\n\n", o->reps);
     printf("%-9s %9s %8s %9s %6s %9s %6s %8s %11s %9s %9s\n", "codec", "ratio", "bits/el",

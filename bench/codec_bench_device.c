@@ -137,10 +137,11 @@ int codec_bench_device(const gc_codec *const *codecs, size_t count, const float 
     const double gb = (double)bytes / 1e9;
     if (json) printf("[\n");
     else {
-        printf("device: CUDA, %zu elements (%.1f MiB), reps %u; device-to-device copy %.1f GB/s\n"
+        printf("device: CUDA, %zu elements (%.1f MiB), reps %u; device-to-device copy %.1f GB/s%s\n"
                "enc: no residual; enc ef: with a residual; payload in device memory. dec: payload "
                "in device memory; dec host: in page-locked host memory (PCIe copy included)\n",
-               n, (double)bytes / 1048576.0, reps, gb / copy_s);
+               n, (double)bytes / 1048576.0, reps, gb / copy_s,
+               (p->flags & GC_PF_QSGD_ELIAS) ? "; qsgd: Elias coding" : "");
         printf("%-10s %9s %9s %8s %9s %8s %9s %8s %9s %8s\n", "codec", "bits/elem", "enc GB/s",
                "enc/copy", "ef GB/s", "ef/copy", "dec GB/s", "dec/copy", "host GB/s", "host/cp");
     }

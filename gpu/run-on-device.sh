@@ -98,6 +98,11 @@ step5_bench() {
         return 0
     fi
     cat "$LOGS/bench-device.txt"
+    # qsgd's Elias coding (its stream decoded a thread per sync-pointed
+    # segment), beside the fixed-width default of the table above.
+    timeout 120 "$bench" --device cuda --codec qsgd --qsgd-coding elias --size 64M --reps 5 \
+        >"$LOGS/bench-device-qsgd-elias.txt" 2>&1 || summary 5 FAIL "qsgd Elias bench (see bench-device-qsgd-elias.txt)"
+    cat "$LOGS/bench-device-qsgd-elias.txt"
     status=0
     timeout 240 python3 bench/gpu_vs_torch.py --bench "$bench" --size 64M --reps 5 \
         >"$LOGS/bench-torch.txt" 2>&1 || status=$?
