@@ -431,6 +431,35 @@ Test(quant, malformed_fields_are_corrupt)
                  GC_ERR_CORRUPT);
 }
 
+/* A qsgd payload of n elements (at most 80) in one bucket of `bucket`,
+ * 2 bits, Elias coding, norm `norm`, whose stream is stream[0..bytes):
+ * the header, bucket, bits, coding, the norm, the segment size (one
+ * segment: no sync point), the stream. */
+static payload elias_by_hand(size_t n, uint32_t bucket, float norm, const uint8_t *stream,
+                             size_t bytes)
+{
+    gc_params p;
+    gc_params_default(&p);
+    p.bucket = bucket;
+    p.bits = 2;
+    p.flags = GC_PF_QSGD_ELIAS;
+    float zeros[80] = {0};
+    cr_assert_leq(n, 80);
+    payload made = encode("qsgd", &p, zeros, NULL, n, 1);
+    payload pl = {calloc(1, GC_HEADER_SIZE + 14 + bytes), GC_HEADER_SIZE + 14 + bytes};
+    memcpy(pl.data, made.data, GC_HEADER_SIZE);
+    free(made.data);
+    uint8_t *b = pl.data + GC_HEADER_SIZE;
+    gc_put_u32(b, bucket);
+    b[4] = 2;
+    b[5] = 1;
+    gc_put_f32(b + 6, norm);
+    gc_put_u32(b + 10, (4096 + bucket - 1) / bucket);
+    memcpy(b + 14, stream, bytes);
+    gc_put_u64(pl.data + 16, pl.len);
+    return pl;
+}
+
 /* A hand-made Elias body whose last code's sign bit is the stream's only
  * bit in its last byte: n = 3, bits = 2 (s = 1), levels +1, 0, -1 are
  * 0100, 1, 0101 in stream order (Elias gamma of level + 1, then the sign),
@@ -438,33 +467,15 @@ Test(quant, malformed_fields_are_corrupt)
  * TRUNCATED, not a body that ends too early. */
 Test(qsgd, elias_sign_bit_past_the_end_is_truncated)
 {
-    gc_params p;
-    gc_params_default(&p);
-    p.bucket = 3;
-    p.bits = 2;
-    p.flags = GC_PF_QSGD_ELIAS;
-    float g[3] = {1.0f, 0.0f, -1.0f}, out[3] = {0};
-    payload pl = encode("qsgd", &p, g, NULL, 3, 1);
-    enum { BODY = 4 + 1 + 1 + 4 + 4 + 2 };
-    uint8_t *buf = calloc(1, GC_HEADER_SIZE + BODY);
-    memcpy(buf, pl.data, GC_HEADER_SIZE);
-    uint8_t *b = buf + GC_HEADER_SIZE;
-    gc_put_u32(b, 3);
-    b[4] = 2;
-    b[5] = 1;
-    gc_put_f32(b + 6, 2.0f);                  /* the norm: step 2 / s = 2 */
-    gc_put_u32(b + 10, (4096 + 2) / 3);       /* segment size; no sync point */
-    b[14] = 0x52;                             /* bits 0100 1 010, LSB first */
-    b[15] = 0x01;                             /* the last sign bit: negative */
-    gc_put_u64(buf + 16, GC_HEADER_SIZE + BODY);
-    cr_assert(!gc_is_error(gc_decode_add(buf, GC_HEADER_SIZE + BODY, out, 3, NULL)));
+    const uint8_t stream[2] = {0x52, 0x01};  /* 0100 1 010 | 1, LSB first */
+    payload pl = elias_by_hand(3, 3, 2.0f, stream, 2);  /* step 2 / s = 2 */
+    float out[3] = {0};
+    cr_assert(!gc_is_error(gc_decode_add(pl.data, pl.len, out, 3, NULL)));
     cr_assert_eq(out[0], 2.0f);
     cr_assert_eq(out[1], 0.0f);
     cr_assert_eq(out[2], -2.0f);
-    gc_put_u64(buf + 16, GC_HEADER_SIZE + BODY - 1);
-    cr_assert_eq(gc_error_code(gc_decode_add(buf, GC_HEADER_SIZE + BODY - 1, out, 3, NULL)),
+    cr_assert_eq(gc_error_code(decode_resized(&pl, pl.len - GC_HEADER_SIZE - 1, out, 3)),
                  GC_ERR_TRUNCATED);
-    free(buf);
     free(pl.data);
 }
 
@@ -473,31 +484,14 @@ Test(qsgd, elias_sign_bit_past_the_end_is_truncated)
  * near the end of the stream). */
 Test(qsgd, elias_level_above_s_is_corrupt)
 {
-    gc_params p;
-    gc_params_default(&p);
-    p.bucket = 80;
-    p.bits = 2;
-    p.flags = GC_PF_QSGD_ELIAS;
-    float g[80] = {0}, out[80] = {0};
+    float out[80] = {0};
     for (size_t n = 1; n <= 80; n += 79) {
-        payload pl = encode("qsgd", &p, g, NULL, n, 1);
         /* 011, then n ones: enough for the rest if 011 took a sign bit. */
-        const size_t stream_bytes = (3 + n + 7) / 8, body = 4 + 1 + 1 + 4 + 4 + stream_bytes;
-        uint8_t *buf = calloc(1, GC_HEADER_SIZE + body);
-        memcpy(buf, pl.data, GC_HEADER_SIZE);
-        uint8_t *b = buf + GC_HEADER_SIZE;
-        gc_put_u32(b, 80);
-        b[4] = 2;
-        b[5] = 1;
-        gc_put_f32(b + 6, 1.0f);
-        gc_put_u32(b + 10, (4096 + 79) / 80);
-        uint8_t *st = b + 14;
-        st[0] = 0x06;                                   /* 011: level 2 */
-        for (size_t i = 1; i <= n; i++) st[(i + 2) / 8] |= (uint8_t)(1u << ((i + 2) % 8));
-        gc_put_u64(buf + 16, GC_HEADER_SIZE + body);
-        cr_assert_eq(gc_error_code(gc_decode_add(buf, GC_HEADER_SIZE + body, out, n, NULL)),
-                     GC_ERR_CORRUPT, "n=%zu", n);
-        free(buf);
+        uint8_t stream[11] = {0x06};
+        for (size_t i = 1; i <= n; i++) stream[(i + 2) / 8] |= (uint8_t)(1u << ((i + 2) % 8));
+        payload pl = elias_by_hand(n, 80, 1.0f, stream, (3 + n + 7) / 8);
+        cr_assert_eq(gc_error_code(gc_decode_add(pl.data, pl.len, out, n, NULL)), GC_ERR_CORRUPT,
+                     "n=%zu", n);
         free(pl.data);
     }
 }
