@@ -31,15 +31,6 @@ static size_t dgc_samples(size_t n, const gc_params *p)
     return (size_t)s > floor_s ? (size_t)s : floor_s;
 }
 
-/* gc_splitmix64 after j + 1 calls from seed. */
-__device__ static inline uint64_t splitmix_at(uint64_t seed, uint64_t j)
-{
-    uint64_t z = seed + (j + 1) * 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 /* Sample j: stratum [floor(j n / s), floor((j + 1) n / s)) (n < 2^32, so
  * j n fits in 64 bits), index by Lemire's multiply (gc_rand_below), key of
  * v there. */

@@ -1,8 +1,8 @@
-/* codec_randk.cu — codecs/codec_randk.c on the device. The k indices are
- * drawn on the host by the CPU's own sampler (gc_randk_indices: Floyd's
- * algorithm, one draw after another, depending only on n, k and the
- * seed); they go to the device (4 k bytes), where the values are
- * gathered, scaled (unbiased mode) and written with the residual. */
+/* codec_randk.cu — codecs/codec_randk.c on the device: the k indices of
+ * (n, k, seed) drawn on the device as the CPU's Floyd sampler draws them
+ * (below), the values gathered, scaled (unbiased mode) and written with
+ * the residual; decoding draws the same indices and scatters. */
+#include "gpu_scan.cuh"
 #include "gpu_sparse.cuh"
 
 #define RANDK_HEAD 13u
@@ -26,24 +26,125 @@ __global__ void k_randk_values(const uint32_t *idx, size_t k, const float *v, fl
     }
 }
 
-/* The indices of (n, k, seed) on the host, then on the device (scratch). */
-static uint32_t *randk_indices(gcmpi_gpu_ctx *ctx, scratch *s, size_t n, const gc_params *p,
-                               uint64_t seed, size_t k, size_t *err)
+/* ---- the k indices of (n, k, seed) ------------------------------------------
+ * codec_randk.c's Floyd: draw m = 0..k-1 (j = n - k + m) takes
+ * t_m = gc_rand_below(state, j + 1), splitmix64's (m + 1)-th output times
+ * j + 1, high half, and adds t_m, or j when t_m is taken already. Here
+ * every t_m is made at once (splitmix_at). Draw m added its j (c_m) when
+ * t_m = j, or t_m was drawn before (an earlier draw holds the value: the
+ * first draw of each value is kept in a hash table by atomic minimum), or
+ * t_m >= n - k is the j of an earlier draw, x = t_m - (n - k), that added
+ * its j (c_x): a chain to smaller draws, walked by each draw's thread
+ * (short: a step needs t >= n - k, drawn with probability k / (j + 1)).
+ * The set {t_m : not c_m} and {j : c_m} goes into a bitmap of n bits and
+ * comes out in ascending order: a count per word, a scan, the writes. */
+
+#define RANDK_EMPTY (~0ull)
+
+__device__ static inline uint32_t randk_slot(uint32_t t, uint32_t mask)
 {
-    uint32_t *h = (uint32_t *)malloc((k ? k : 1) * sizeof(uint32_t));
-    uint32_t *d = (uint32_t *)scratch_get(ctx, s, (k ? k : 1) * sizeof(uint32_t));
-    *err = h && d ? 0 : GC_ERR(ALLOC);
-    if (!*err) {
-        size_t got = gc_randk_indices(n, p, seed, h, NULL);
-        if (gc_is_error(got)) *err = got;
-        else if (k && cudaMemcpyAsync(d, h, k * sizeof(uint32_t), cudaMemcpyHostToDevice,
-                                      ctx->stream) != cudaSuccess)
-            *err = GC_ERR(GENERIC);
-        else
-            *err = sync_status(ctx);  /* h is freed below */
+    return (uint32_t)(((uint64_t)t * 0x9E3779B97F4A7C15ull) >> 32) & mask;
+}
+
+/* t[m] for every draw, and table[] = (value << 32 | first draw) for each
+ * value drawn (open addressing; the first draw by atomic minimum). */
+__global__ void k_randk_draw(uint64_t seed, size_t n, size_t k, uint32_t *t,
+                             unsigned long long *table, uint32_t mask)
+{
+    GRID_STRIDE(m, k) {
+        const uint64_t j = n - k + m;
+        const uint32_t v = (uint32_t)__umul64hi(splitmix_at(seed, m), j + 1);
+        t[m] = v;
+        const unsigned long long want = (unsigned long long)v << 32 | (uint32_t)m;
+        for (uint32_t h = randk_slot(v, mask);; h = (h + 1) & mask) {
+            unsigned long long cur = table[h];
+            if (cur == RANDK_EMPTY) {
+                cur = atomicCAS(&table[h], RANDK_EMPTY, want);
+                if (cur == RANDK_EMPTY) break;
+            }
+            if ((uint32_t)(cur >> 32) == v) {
+                atomicMin(&table[h], want);  /* same value: the smaller draw */
+                break;
+            }
+        }
     }
-    free(h);
-    return gc_is_error(*err) ? NULL : d;
+}
+
+/* The first draw of value v (v was drawn). */
+__device__ static inline uint32_t randk_first(const unsigned long long *table, uint32_t mask,
+                                              uint32_t v)
+{
+    for (uint32_t h = randk_slot(v, mask);; h = (h + 1) & mask)
+        if ((uint32_t)(table[h] >> 32) == v) return (uint32_t)table[h];
+}
+
+/* Draw m's element (t_m, or its j when it added j) set in bits. */
+__global__ void k_randk_resolve(const uint32_t *t, size_t n, size_t k,
+                                const unsigned long long *table, uint32_t mask, unsigned *bits)
+{
+    GRID_STRIDE(m, k) {
+        const size_t base = n - k;
+        size_t x = m;
+        bool adds_j;
+        for (;;) {
+            const uint32_t v = t[x];
+            if (v == base + x || randk_first(table, mask, v) < x) { adds_j = true; break; }
+            if (v < base) { adds_j = false; break; }
+            x = v - base;  /* t >= n - k: taken iff that draw added its j */
+        }
+        const uint32_t e = adds_j ? (uint32_t)(base + m) : t[m];
+        atomicOr(&bits[e >> 5], 1u << (e & 31u));
+    }
+}
+
+__global__ void k_randk_word_counts(const unsigned *bits, size_t words, uint64_t *count)
+{
+    GRID_STRIDE(w, words) count[w] = (uint64_t)__popc(bits[w]);
+}
+
+/* idx[at[w]..] = the set bits of word w, ascending (at most k in all). */
+__global__ void k_randk_extract(const unsigned *bits, size_t words, const uint64_t *at, size_t k,
+                                uint32_t *idx)
+{
+    GRID_STRIDE(w, words) {
+        uint64_t o = at[w];
+        for (unsigned b = bits[w]; b && o < k; b &= b - 1)
+            idx[o++] = (uint32_t)(w * 32 + (unsigned)(__ffs((int)b) - 1));
+    }
+}
+
+/* The indices of (n, k, seed) in device scratch (k >= 1 entries; a
+ * 4-byte buffer for k = 0), queued. NULL with *err set on failure. */
+static uint32_t *randk_indices(gcmpi_gpu_ctx *ctx, scratch *s, size_t n, uint64_t seed,
+                               size_t k, size_t *err)
+{
+    uint32_t *idx = (uint32_t *)scratch_get(ctx, s, (k ? k : 1) * sizeof(uint32_t));
+    *err = idx ? 0 : GC_ERR(ALLOC);
+    if (!idx || k == 0) return idx;
+    uint32_t slots = 64;
+    while (slots < 2 * k) slots <<= 1;
+    const size_t words = (n + 31) / 32;
+    uint32_t *t = (uint32_t *)scratch_get(ctx, s, k * sizeof(uint32_t));
+    unsigned long long *table = (unsigned long long *)scratch_get(ctx, s, (size_t)slots * 8);
+    unsigned *bits = (unsigned *)scratch_get(ctx, s, words * sizeof(unsigned));
+    uint64_t *count = (uint64_t *)scratch_get(ctx, s, words * sizeof(uint64_t));
+    if (!t || !table || !bits || !count) {
+        *err = GC_ERR(ALLOC);
+        return NULL;
+    }
+    cudaStream_t st = ctx->stream;
+    if (cudaMemsetAsync(table, 0xFF, (size_t)slots * 8, st) != cudaSuccess
+        || cudaMemsetAsync(bits, 0, words * sizeof(unsigned), st) != cudaSuccess) {
+        (void)cudaGetLastError();
+        *err = GC_ERR(GENERIC);
+        return NULL;
+    }
+    k_randk_draw<<<blocks_for(k, GPU_THREADS), GPU_THREADS, 0, st>>>(seed, n, k, t, table, slots - 1);
+    k_randk_resolve<<<blocks_for(k, GPU_THREADS), GPU_THREADS, 0, st>>>(t, n, k, table, slots - 1, bits);
+    k_randk_word_counts<<<blocks_for(words, GPU_THREADS), GPU_THREADS, 0, st>>>(bits, words, count);
+    gpu_scan_u64(ctx, count, words, NULL);
+    k_randk_extract<<<blocks_for(words, GPU_THREADS), GPU_THREADS, 0, st>>>(bits, words, count, k, idx);
+    return idx;
 }
 
 static size_t randk_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float *r, size_t n,
@@ -52,10 +153,9 @@ static size_t randk_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float
     if (n > UINT32_MAX) return GC_ERR(PARAM);  /* indices are 32-bit */
     const size_t k = kept_count(n, p->ratio);
     if (cap < RANDK_HEAD + 4 * k) return GC_ERR(DST_TOO_SMALL);
-    /* Queued first, so the device adds g to r while the host draws. */
     if (r) gpu_accumulate(ctx, g, r, n);
     size_t e;
-    uint32_t *idx = randk_indices(ctx, s, n, p, seed, k, &e);
+    uint32_t *idx = randk_indices(ctx, s, n, seed, k, &e);
     if (!idx) return e;
     const int unbiased = (p->flags & GC_PF_RANDK_UNBIASED) != 0;
     const float scale = unbiased && k ? (float)((double)n / (double)k) : 1.0f;
@@ -87,14 +187,8 @@ static size_t randk_open(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, si
     if (k > rest / 4) return GC_ERR(TRUNCATED);
     if (rest != 4 * k) return GC_ERR(CORRUPT);
     if (k == 0) return 0;
-    /* A ratio that gives this k for n (ceil((k - 1/2) / n * n) = k): the
-     * indices depend on n, k and the seed only. */
-    gc_params p;
-    gc_params_default(&p);
-    p.ratio = ((double)k - 0.5) / (double)n;
-    if (kept_count(n, p.ratio) != k) return GC_ERR(CORRUPT);
     size_t e;
-    *idx = randk_indices(ctx, s, n, &p, seed, k, &e);
+    *idx = randk_indices(ctx, s, n, seed, k, &e);
     return *idx ? k : e;
 }
 

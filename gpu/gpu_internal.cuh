@@ -333,6 +333,17 @@ __device__ static inline float rand_unit(uint32_t key, uint32_t i)
     return gx_mul((float)(rand32(key, i) >> 8), 0x1p-24f);
 }
 
+/* gc_splitmix64's (j + 1)-th output from state seed: the sequential
+ * generator of index sampling (randk, dgc) at any step, so draws made one
+ * after another on the CPU are made at once here. */
+__device__ static inline uint64_t splitmix_at(uint64_t seed, uint64_t j)
+{
+    uint64_t z = seed + (j + 1) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
 /* gc_round_even_small: nearest, ties to even, for |x| < 2^22. */
 __device__ static inline float round_even_small(float x)
 {

@@ -15,7 +15,8 @@
  * supported, the zstd stage gives GC_ERR_UNSUPPORTED, corrupt bodies give
  * the CPU's error, and DGC's momentum encode (topk, dgc, randk, topkq)
  * keeps the CPU's payload, u and v over four calls, an overflow step among
- * them. eg's and qsgd's Elias sync points: bodies of several segments, and
+ * them. randk's indices drawn on the device, over ratios up to 1. eg's and
+ * qsgd's Elias sync points: bodies of several segments, and
  * mutants of one (cut, sync points changed, stream bits flipped) refused
  * or summed as the CPU refuses or sums them. The
  * adaptive layer's device passes (gpu_adapt.cu) equal codecs/adapt/'s
@@ -526,6 +527,58 @@ static int test_stream_bodies(const char *codec, const gc_params *base, size_t m
     return cases + 1;
 }
 
+/* randk's indices, drawn on the device as the CPU's Floyd sampler draws
+ * them: g[i] = i + 1 (exact floats), so the payload's values are its
+ * indices; every n, ratio and seed below gives the CPU's payload, and the
+ * GPU decodes it to the CPU's sums (the same indices drawn again).
+ * Ratios from one element to all, with many repeated draws near 1. */
+static int test_randk_draws(void)
+{
+    static const size_t ns[] = {1, 2, 3, 64, 1000, 4099, 70000};
+    static const double ratios[] = {1e-9, 0.01, 0.3, 0.5, 0.97, 1.0};
+    static const uint64_t seeds[] = {1, 0x9E3779B97F4A7C15ull, ~0ull};
+    const gc_codec *c = gc_codec_by_name("randk");
+    int cases = 0;
+    for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++) {
+        const size_t n = ns[ni];
+        float *g = malloc(n * sizeof *g), *acc_cpu = calloc(n, sizeof *acc_cpu);
+        float *acc_gpu = malloc(n * sizeof *acc_gpu);
+        for (size_t i = 0; i < n; i++) g[i] = (float)(i + 1);
+        float *dg = dev_from(g, n * sizeof *g);
+        for (size_t ri = 0; ri < sizeof ratios / sizeof *ratios; ri++)
+            for (size_t si = 0; si < sizeof seeds / sizeof *seeds; si++) {
+                gc_params p;
+                gc_params_default(&p);
+                p.ratio = ratios[ri];
+                const size_t cap = gc_bound(c, n, &p);
+                unsigned char *pc = malloc(cap), *pg = malloc(cap);
+                const size_t lc = gc_encode(c, g, NULL, n, &p, seeds[si], pc, cap, NULL);
+                const size_t lg = gcmpi_gpu_encode(ctx, c, dg, NULL, n, &p, seeds[si], pg, cap);
+                CHECK(!gc_is_error(lc) && lg == lc && !memcmp(pc, pg, lc),
+                      "randk n=%zu ratio=%g seed=%#llx: GPU indices differ from the CPU's (first "
+                      "byte %zu)", n, ratios[ri], (unsigned long long)seeds[si],
+                      lg == lc ? first_diff(pc, pg, lc) : (size_t)-1);
+                memset(acc_cpu, 0, n * sizeof *acc_cpu);
+                CHECK(!gc_is_error(gc_decode_add(pc, lc, acc_cpu, n, NULL)), "randk CPU decode");
+                float *zero = calloc(n, sizeof *zero);
+                float *dacc = dev_from(zero, n * sizeof *zero);
+                const size_t e = gcmpi_gpu_decode_add(ctx, pc, lc, dacc, n);
+                CHECK(!gc_is_error(e), "randk n=%zu ratio=%g: GPU decode: %s", n, ratios[ri],
+                      gc_error_name(e));
+                to_host(acc_gpu, dacc, n * sizeof *acc_gpu);
+                CHECK(first_diff_f(acc_gpu, acc_cpu, n, 0) == n,
+                      "randk n=%zu ratio=%g seed=%#llx: GPU decode scatters elsewhere", n,
+                      ratios[ri], (unsigned long long)seeds[si]);
+                gcmpi_gpu_dealloc(ctx, dacc);
+                free(zero); free(pc); free(pg);
+                cases++;
+            }
+        gcmpi_gpu_dealloc(ctx, dg);
+        free(g); free(acc_cpu); free(acc_gpu);
+    }
+    return cases;
+}
+
 /* name is an item of the comma-separated list */
 /* DGC's momentum correction (gcmpi_gpu_encode_momentum against
  * gc_encode_momentum): four calls on one u and v, the third an overflow
@@ -856,6 +909,7 @@ int main(void)
         cases += test_encode_momentum(max_n);
     if (!only || listed(only, "adapt")) cases += test_adapt(max_n);
     if (!only || listed(only, "topkq")) cases += test_topkq_policy(max_n);
+    if (!only || listed(only, "randk")) cases += test_randk_draws();
     if (!only || listed(only, "eg")) {
         gc_params p;
         gc_params_default(&p);
