@@ -113,14 +113,11 @@ __global__ void k_randk_extract(const unsigned *bits, size_t words, const uint64
     }
 }
 
-/* The indices of (n, k, seed) in device scratch (k >= 1 entries; a
- * 4-byte buffer for k = 0), queued. NULL with *err set on failure. */
-static uint32_t *randk_indices(gcmpi_gpu_ctx *ctx, scratch *s, size_t n, uint64_t seed,
-                               size_t k, size_t *err)
+/* Queue idx[0..k) = the indices of (n, k, seed), k >= 1, with scratch from
+ * s. 0 or an error. */
+static size_t randk_draw(gcmpi_gpu_ctx *ctx, scratch *s, size_t n, uint64_t seed, size_t k,
+                         uint32_t *idx)
 {
-    uint32_t *idx = (uint32_t *)scratch_get(ctx, s, (k ? k : 1) * sizeof(uint32_t));
-    *err = idx ? 0 : GC_ERR(ALLOC);
-    if (!idx || k == 0) return idx;
     uint32_t slots = 64;
     while (slots < 2 * k) slots <<= 1;
     const size_t words = (n + 31) / 32;
@@ -128,23 +125,41 @@ static uint32_t *randk_indices(gcmpi_gpu_ctx *ctx, scratch *s, size_t n, uint64_
     unsigned long long *table = (unsigned long long *)scratch_get(ctx, s, (size_t)slots * 8);
     unsigned *bits = (unsigned *)scratch_get(ctx, s, words * sizeof(unsigned));
     uint64_t *count = (uint64_t *)scratch_get(ctx, s, words * sizeof(uint64_t));
-    if (!t || !table || !bits || !count) {
-        *err = GC_ERR(ALLOC);
-        return NULL;
-    }
+    if (!t || !table || !bits || !count) return GC_ERR(ALLOC);
     cudaStream_t st = ctx->stream;
     if (cudaMemsetAsync(table, 0xFF, (size_t)slots * 8, st) != cudaSuccess
         || cudaMemsetAsync(bits, 0, words * sizeof(unsigned), st) != cudaSuccess) {
         (void)cudaGetLastError();
-        *err = GC_ERR(GENERIC);
-        return NULL;
+        return GC_ERR(GENERIC);
     }
     k_randk_draw<<<blocks_for(k, GPU_THREADS), GPU_THREADS, 0, st>>>(seed, n, k, t, table, slots - 1);
     k_randk_resolve<<<blocks_for(k, GPU_THREADS), GPU_THREADS, 0, st>>>(t, n, k, table, slots - 1, bits);
     k_randk_word_counts<<<blocks_for(words, GPU_THREADS), GPU_THREADS, 0, st>>>(bits, words, count);
     gpu_scan_u64(ctx, count, words, NULL);
     k_randk_extract<<<blocks_for(words, GPU_THREADS), GPU_THREADS, 0, st>>>(bits, words, count, k, idx);
-    return idx;
+    return 0;
+}
+
+/* The indices of (n, k, seed) in device scratch (a 4-byte buffer for
+ * k = 0), queued. NULL with *err set on failure. */
+static uint32_t *randk_indices(gcmpi_gpu_ctx *ctx, scratch *s, size_t n, uint64_t seed,
+                               size_t k, size_t *err)
+{
+    uint32_t *idx = (uint32_t *)scratch_get(ctx, s, (k ? k : 1) * sizeof(uint32_t));
+    *err = idx ? 0 : GC_ERR(ALLOC);
+    if (idx && k) *err = randk_draw(ctx, s, n, seed, k, idx);
+    return gc_is_error(*err) ? NULL : idx;
+}
+
+extern "C" size_t gcmpi_gpu_randk_indices(gcmpi_gpu_ctx *ctx, size_t n, size_t k, uint64_t seed,
+                                          uint32_t *idx)
+{
+    if (!ctx || k > n || n > UINT32_MAX || (k && !gcmpi_gpu_is_device_pointer(idx)))
+        return GC_ERR(PARAM);
+    if (k == 0) return 0;
+    scratch s;
+    memset(&s, 0, sizeof s);
+    return release_and_wait(ctx, &s, randk_draw(ctx, &s, n, seed, k, idx));
 }
 
 static size_t randk_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float *r, size_t n,

@@ -16,11 +16,11 @@
  *
  * Codecs: every codec of the registry (gpu/gpu_codecs.cu maps an id to
  * its kernels, one gpu/codec_NAME.cu per codec). Host steps that remain:
- * randk's index sampling and powersgd's starting Q (sequential or libm,
- * small: k indices, cols x rank floats) are made on the host by the CPU
- * code and copied over; decoding validates sparse and topkq index sections
- * on the host, and the Elias (qsgd) and Exp-Golomb (eg) streams are decoded
- * on the host and added on the device. A zstd stage (params.zstd_level > 0)
+ * powersgd's starting Q (libm, small: cols x rank floats) is made on the
+ * host by the CPU code and copied over; decoding reads the layout of
+ * sparse index sections on the host (and a bitmap's indices). randk's
+ * indices, and the Elias (qsgd) and Exp-Golomb (eg) streams, are drawn
+ * and decoded on the device. A zstd stage (params.zstd_level > 0)
  * returns GC_ERR_UNSUPPORTED: the caller then stages the buffer through the
  * host and uses gc_encode. topkq uses gc_params.bits for every bucket, or
  * the width policy installed on the context (gcmpi_gpu_set_width_policy),
@@ -199,8 +199,15 @@ GCMPI_GPU_API size_t gcmpi_gpu_native_int8_dequantise(gcmpi_gpu_ctx *ctx, const 
                                                       float *out);
 
 /* ---- the native algorithm's randk (pmpi/coll_native.c, gpu_native.cu) ----
- * idx: the k distinct indices of gc_randk_indices (host memory, the same
- * on every rank); vals, marks: host memory; g, r, out: device memory. */
+ * idx: the k distinct indices of gc_randk_indices (the same on every
+ * rank), in host memory or drawn into device memory by
+ * gcmpi_gpu_randk_indices; vals, marks: host memory; g, r, out: device
+ * memory. */
+
+/* idx[0..k) (device memory) = gc_randk_indices' k indices of n elements
+ * for seed (k <= n <= UINT32_MAX), drawn on the device. 0 or an error. */
+GCMPI_GPU_API size_t gcmpi_gpu_randk_indices(gcmpi_gpu_ctx *ctx, size_t n, size_t k,
+                                             uint64_t seed, uint32_t *idx);
 
 /* vals[j] = scale v[idx[j]], v = g, or r after r += g; then with r,
  * r[idx[j]] = v - scale v, and r = 0 when any r + g was inf or NaN. 0 or

@@ -153,8 +153,9 @@ extern "C" size_t gcmpi_gpu_native_int8_dequantise(gcmpi_gpu_ctx *ctx, const voi
 }
 
 /* ---- randk ----------------------------------------------------------------
- * The k indices (host, distinct, drawn by gc_randk_indices from the call's
- * seed) are the same on every rank; the values go through one float
+ * The k indices (distinct, those of gc_randk_indices for the call's seed:
+ * on the host, or drawn on the device by gcmpi_gpu_randk_indices) are the
+ * same on every rank; the values go through one float
  * allreduce with one mark per block after them (coll_native.c). */
 
 /* vals[j] = scale v[idx[j]]; with a residual r[idx[j]] = v - scale v. */
@@ -212,10 +213,13 @@ __global__ void k_native_randk_add_marks(float *out, size_t n, size_t block, con
     }
 }
 
-/* The k indices on the device (scratch); NULL with *e set on failure. */
+/* The k indices on the device: idx itself when it is device memory, else
+ * a copy in scratch; NULL with *e set on failure. */
 static uint32_t *indices_on_device(gcmpi_gpu_ctx *ctx, scratch *s, const uint32_t *idx, size_t k,
                                    size_t *e)
 {
+    /* Drawn there already (gcmpi_gpu_randk_indices). */
+    if (k && gcmpi_gpu_is_device_pointer(idx)) return (uint32_t *)idx;
     uint32_t *d = (uint32_t *)scratch_get(ctx, s, (k ? k : 1) * sizeof(uint32_t));
     if (!d) {
         *e = GC_ERR(ALLOC);

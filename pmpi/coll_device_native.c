@@ -7,7 +7,7 @@
  *            (gcmpi_gpu_native_int8_*), agreed and summed by PMPI_Allreduce
  *            on page-locked copies, dequantised by the GPU into the device
  *            output.
- *  randk     the k indices drawn on the host (the same on every rank), the
+ *  randk     the k indices drawn on the device (the same on every rank), the
  *            values gathered and the residual updated by the GPU
  *            (gcmpi_gpu_native_randk_*), the values and the blocks' marks
  *            of inf and NaN summed by PMPI_Allreduce on the host, scattered
@@ -100,27 +100,28 @@ static int native_randk(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t
     gcmpi_call_stats *st = ctx->stats;
     const size_t k = gc_randk_count(count, &cfg->params);
     if (gc_is_error(k)) return gcmpi_coll_mpi_error(gc_error_code(k));
+    /* Indices are 32-bit (gc_randk_indices refuses more): on every rank. */
+    if (count > UINT32_MAX) return gcmpi_coll_mpi_error(GC_ERR_PARAM);
     const size_t marks = (count + GCMPI_RANDK_MARK_BLOCK - 1) / GCMPI_RANDK_MARK_BLOCK;
-    uint32_t *idx = gcmpi_scratch_get(ctx->scratch, GCMPI_SCR_AUX, k * sizeof(uint32_t));
     /* The values and the marks, page-locked: MPI sums them. */
     float *val = gcmpi_device_host_buffer(GCMPI_DEV_HOST_PAYLOAD, (k + marks) * sizeof(float));
     gcmpi_gpu_ctx *gc = gcmpi_device_ctx();
     const gcmpi_gpu_table *gpu = gc ? gcmpi_device_gpu() : NULL;
-    if (!idx || !val || !gpu) return MPI_ERR_NO_MEM;
+    if (!val || !gpu) return MPI_ERR_NO_MEM;
     float *mark = val + k;
 
     double t0 = PMPI_Wtime();
-    /* The indices depend only on shared values: the same on every rank, and
-     * so is any failure. */
-    size_t got = gc_randk_indices(count, &cfg->params, ctx->call_seed, idx, ctx->ws);
-    if (gc_is_error(got)) return gcmpi_coll_mpi_error(gc_error_code(got));
-    if (got != k) return MPI_ERR_INTERN;
+    /* The indices depend only on shared values, the same on every rank;
+     * drawn on the device (gc_randk_indices' draw), where they are used. */
+    uint32_t *idx = k ? gcmpi_device_buffer(GCMPI_DEV_BUF_INDICES, k * sizeof(uint32_t)) : NULL;
     const float scale =
         (cfg->params.flags & GC_PF_RANDK_UNBIASED) ? (float)((double)count / (double)k) : 1.0f;
     /* The marks are made only where this rank's input held inf or NaN
      * (run_kernels_as looked); a local failure takes part with zeros. */
-    size_t r =
-        gpu->native_randk_values(gc, in, ef ? ef->residual : NULL, count, idx, k, scale, val);
+    size_t r = k && !idx ? GCMPI_GC_ERROR(GC_ERR_ALLOC)
+                         : gpu->randk_indices(gc, count, k, ctx->call_seed, idx);
+    if (!gc_is_error(r))
+        r = gpu->native_randk_values(gc, in, ef ? ef->residual : NULL, count, idx, k, scale, val);
     if (!gc_is_error(r) && st->nonfinite_in)
         r = gpu->native_randk_marks(gc, in, count, GCMPI_RANDK_MARK_BLOCK, mark);
     else

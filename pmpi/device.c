@@ -139,6 +139,7 @@ static int load_gpu(void)
     RESOLVE(native_int8_max, "gcmpi_gpu_native_int8_max");
     RESOLVE(native_int8_quantise, "gcmpi_gpu_native_int8_quantise");
     RESOLVE(native_int8_dequantise, "gcmpi_gpu_native_int8_dequantise");
+    RESOLVE(randk_indices, "gcmpi_gpu_randk_indices");
     RESOLVE(native_randk_values, "gcmpi_gpu_native_randk_values");
     RESOLVE(native_randk_marks, "gcmpi_gpu_native_randk_marks");
     RESOLVE(native_randk_out, "gcmpi_gpu_native_randk_out");

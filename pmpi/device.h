@@ -44,6 +44,8 @@ typedef struct gcmpi_gpu_table {
                                    void *q);
     size_t (*native_int8_dequantise)(gcmpi_gpu_ctx *ctx, const void *q, size_t elem, size_t n,
                                      size_t bucket, const float *top, float levels, float *out);
+    size_t (*randk_indices)(gcmpi_gpu_ctx *ctx, size_t n, size_t k, uint64_t seed,
+                            uint32_t *idx);
     size_t (*native_randk_values)(gcmpi_gpu_ctx *ctx, const float *g, float *r, size_t n,
                                   const uint32_t *idx, size_t k, float scale, float *vals);
     size_t (*native_randk_marks)(gcmpi_gpu_ctx *ctx, const float *g, size_t n, size_t block,
@@ -128,6 +130,7 @@ enum {
 enum {
     GCMPI_DEV_BUF_CHUNK = 0, /* a chunk or payload in device memory         */
     GCMPI_DEV_BUF_SHAPED,    /* the adaptive layer's GCT-shaped gradient    */
+    GCMPI_DEV_BUF_INDICES,   /* the native algorithm's randk indices        */
     GCMPI_DEV_BUF_SLOTS
 };
 void *gcmpi_device_host_buffer(unsigned slot, size_t bytes);
