@@ -246,7 +246,6 @@ __global__ void k_eg_head(uint8_t *body, const int *e, uint32_t bucket, uint32_t
     st_u32(body + 5, seg);
 }
 
-
 static inline unsigned eg_blocks(size_t items)
 {
     const unsigned b = blocks_for(items, EG_THREADS);
@@ -258,8 +257,8 @@ static size_t eg_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float *r
 {
     (void)seed;
     cudaStream_t st = ctx->stream;
-    const size_t bucket = p->bucket, nb = bucket_count(n, bucket), seg_b = gc_sync_segment_buckets(bucket);
-    const size_t head = EG_HEAD + gc_sync_bytes(nb, seg_b);
+    const size_t bucket = p->bucket, nb = bucket_count(n, bucket);
+    const size_t seg_b = gc_sync_segment_buckets(bucket), head = EG_HEAD + gc_sync_bytes(nb, seg_b);
     if (cap < head + (EG_K_BITS * nb + EG_MAX_CODE_BITS * n + 7) / 8) return GC_ERR(DST_TOO_SMALL);
     int *e = (int *)scratch_get(ctx, s, sizeof(int));
     if (!e) return GC_ERR(ALLOC);
