@@ -17,8 +17,8 @@
  * Codecs: every codec of the registry (gpu/gpu_codecs.cu maps an id to
  * its kernels, one gpu/codec_NAME.cu per codec). Host steps that remain:
  * powersgd's starting Q (libm, small: cols x rank floats) is made on the
- * host by the CPU code and copied over; decoding reads the layout of
- * sparse index sections on the host (and a bitmap's indices). randk's
+ * host by the CPU code and copied over, and P's Gram-Schmidt runs there;
+ * decoding reads the layout of sparse index sections on the host. randk's
  * indices, and the Elias (qsgd) and Exp-Golomb (eg) streams, are drawn
  * and decoded on the device. A zstd stage (params.zstd_level > 0)
  * returns GC_ERR_UNSUPPORTED: the caller then stages the buffer through the

@@ -1,29 +1,16 @@
 /* gpu_host_sparse.c — the host side of sparse decoding for libgcmpi_gpu:
- * validation and index decoding reuse codecs/sparse_index.c, so a body the
- * CPU refuses is refused with the same error (gpu_sparse.cuh). */
+ * validation reuses codecs/sparse_index.c, so a body the CPU refuses is
+ * refused with the same error (gpu_sparse.cuh). */
 #include "sparse_index.h"
 
 /* Declared for C++ in gpu_sparse.cuh; internal to libgcmpi_gpu. */
-GC_INTERNAL size_t gcmpi_gpu_host_index_decode(const uint8_t *body, size_t len, size_t n,
-                                               uint32_t *idx, size_t *k);
 GC_INTERNAL size_t gcmpi_gpu_host_index_open(const uint8_t *body, size_t len, size_t n, size_t *k);
 GC_INTERNAL size_t gcmpi_gpu_host_sparse_open(const uint8_t *body, size_t len, size_t n,
                                               size_t *k, size_t *vals_off);
-GC_INTERNAL size_t gcmpi_gpu_host_sparse_decode(const uint8_t *body, size_t len, size_t n,
-                                                uint32_t *idx, size_t *k, size_t *vals_off);
 
 size_t gcmpi_gpu_host_index_open(const uint8_t *body, size_t len, size_t n, size_t *k)
 {
     return gc_sparse_index_open(body, len, n, k);
-}
-
-size_t gcmpi_gpu_host_index_decode(const uint8_t *body, size_t len, size_t n, uint32_t *idx,
-                                   size_t *k)
-{
-    size_t section = gc_sparse_index_open(body, len, n, k);
-    if (gc_is_error(section)) return section;
-    size_t e = gc_sparse_index_decode(body, n, idx);
-    return gc_is_error(e) ? e : section;
 }
 
 size_t gcmpi_gpu_host_sparse_open(const uint8_t *body, size_t len, size_t n, size_t *k,
@@ -40,11 +27,4 @@ size_t gcmpi_gpu_host_sparse_open(const uint8_t *body, size_t len, size_t n, siz
     if (section < len - 4 * kk) return GC_ERROR(CORRUPT);
     *vals_off = section;
     return 0;
-}
-
-size_t gcmpi_gpu_host_sparse_decode(const uint8_t *body, size_t len, size_t n, uint32_t *idx,
-                                    size_t *k, size_t *vals_off)
-{
-    size_t e = gcmpi_gpu_host_sparse_open(body, len, n, k, vals_off);
-    return gc_is_error(e) ? e : gc_sparse_index_decode(body, n, idx);
 }

@@ -239,6 +239,66 @@ static size_t delta_decode_device(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t 
     return r;
 }
 
+/* Up to 64 bits of the bitmap ix[0..nbytes) from byte 8 w (its bit i is
+ * index i; any alignment). */
+__device__ static inline uint64_t bitmap_word(const uint8_t *ix, size_t nbytes, size_t w)
+{
+    uint64_t v = 0;
+    for (size_t q = 8 * w; q < nbytes && q < 8 * w + 8; q++) v |= (uint64_t)ix[q] << (8 * (q - 8 * w));
+    return v;
+}
+
+/* count[w] = the set bits of word w; a bit at an index >= n sets *bad
+ * (apply_bitmap's check). */
+__global__ void k_bitmap_counts(const uint8_t *ix, size_t n, size_t words, uint64_t *count,
+                                unsigned *bad)
+{
+    const size_t nbytes = (n + 7) / 8;
+    GRID_STRIDE(w, words) {
+        uint64_t v = bitmap_word(ix, nbytes, w);
+        const size_t past = n - 64 * w < 64 ? n - 64 * w : 64;  /* bits below n */
+        if (past < 64 && (v >> past)) *bad = 1u;
+        count[w] = (uint64_t)__popcll(v);
+    }
+}
+
+/* *bad when the bitmap holds other than k indices (apply_bitmap: j == k). */
+__global__ void k_bitmap_total(const uint64_t *total, size_t k, unsigned *bad)
+{
+    if (*total != k) *bad = 1u;
+}
+
+/* idx[at[w]..] = the indices of word w, ascending (at most k in all). */
+__global__ void k_bitmap_indices(const uint8_t *ix, size_t n, size_t words, const uint64_t *at,
+                                 size_t k, uint32_t *idx)
+{
+    const size_t nbytes = (n + 7) / 8;
+    GRID_STRIDE(w, words) {
+        uint64_t o = at[w];
+        for (uint64_t v = bitmap_word(ix, nbytes, w); v && o < k; v &= v - 1)
+            idx[o++] = (uint32_t)(64 * w + (unsigned)(__ffsll((long long)v) - 1));
+    }
+}
+
+/* didx[0..k) = the bitmap-coded indices of dbody (on the device), checked
+ * as apply_bitmap checks them: no index past n, exactly k. Waits. */
+static size_t bitmap_decode_device(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *dbody, size_t k,
+                                   size_t n, uint32_t *didx)
+{
+    const size_t words = (n + 63) / 64;
+    uint64_t *count = (uint64_t *)scratch_get(ctx, s, (words + 1) * sizeof(uint64_t));
+    if (!count) return GC_ERR(ALLOC);
+    size_t r = flag_clear(ctx);
+    if (gc_is_error(r)) return r;
+    cudaStream_t st = ctx->stream;
+    const uint8_t *ix = dbody + SPARSE_HEAD;
+    k_bitmap_counts<<<blocks_for(words, GPU_THREADS), GPU_THREADS, 0, st>>>(ix, n, words, count, ctx->flag);
+    gpu_scan_u64(ctx, count, words, count + words);
+    k_bitmap_total<<<1, 1, 0, st>>>(count + words, k, ctx->flag);
+    k_bitmap_indices<<<blocks_for(words, GPU_THREADS), GPU_THREADS, 0, st>>>(ix, n, words, count, k, didx);
+    return flag_result(ctx);
+}
+
 size_t gpu_sparse_indices(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, size_t len,
                           size_t n, const uint8_t *dbody, size_t *k, uint32_t **didx)
 {
@@ -246,22 +306,9 @@ size_t gpu_sparse_indices(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, s
     if (gc_is_error(section) || *k == 0) return section;
     *didx = (uint32_t *)scratch_get(ctx, s, *k * sizeof(uint32_t));
     if (!*didx) return GC_ERR(ALLOC);
-    size_t r;
-    if (body[4] == SPARSE_BITMAP_MODE) {
-        /* A bitmap (k near n / 8 or more): decoded on the host. */
-        uint32_t *idx = (uint32_t *)malloc(*k * sizeof(uint32_t));
-        if (!idx) return GC_ERR(ALLOC);
-        size_t kk = 0;
-        r = gcmpi_gpu_host_index_decode(body, len, n, idx, &kk);
-        if (!gc_is_error(r)
-            && cudaMemcpyAsync(*didx, idx, kk * sizeof(uint32_t), cudaMemcpyHostToDevice, ctx->stream)
-                   != cudaSuccess)
-            r = GC_ERR(GENERIC);
-        if (!gc_is_error(r)) r = sync_status(ctx);  /* idx is freed below */
-        free(idx);
-    } else {
-        r = delta_decode_device(ctx, s, body, dbody, *k, n, *didx);
-    }
+    const size_t r = body[4] == SPARSE_BITMAP_MODE
+                         ? bitmap_decode_device(ctx, s, dbody, *k, n, *didx)
+                         : delta_decode_device(ctx, s, body, dbody, *k, n, *didx);
     return gc_is_error(r) ? r : section;
 }
 

@@ -53,7 +53,7 @@ void gpu_zero_at(gcmpi_gpu_ctx *ctx, const uint32_t *idx, size_t k, float *x);
 /* The index section at body (host bytes of len; dbody the same bytes on
  * the device), as gc_sparse_index_open and gc_sparse_index_decode refuse
  * and decode it: *k and *didx (k indices on the device, from s), delta
- * coding decoded on the device, a bitmap on the host. Waits. Returns the
+ * coding and bitmaps decoded on the device. Waits. Returns the
  * section's bytes (head included) or an error. */
 size_t gpu_sparse_indices(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, size_t len,
                           size_t n, const uint8_t *dbody, size_t *k, uint32_t **didx);
@@ -66,18 +66,9 @@ extern "C" {
  * Returns 0, GC_ERR_TRUNCATED or GC_ERR_CORRUPT. */
 size_t gcmpi_gpu_host_sparse_open(const uint8_t *body, size_t len, size_t n, size_t *k,
                                   size_t *vals_off);
-/* As gc_sparse_body_apply validates: the body is a sparse body of n
- * elements whose values fill it exactly; *k = its count, *vals_off = the
- * offset of its values, idx[0..k) (room for n) = its indices. Returns 0,
- * GC_ERR_TRUNCATED or GC_ERR_CORRUPT. */
-size_t gcmpi_gpu_host_sparse_decode(const uint8_t *body, size_t len, size_t n, uint32_t *idx,
-                                    size_t *k, size_t *vals_off);
 /* The index section's bytes (head included) and *k, as
  * gc_sparse_index_open. */
 size_t gcmpi_gpu_host_index_open(const uint8_t *body, size_t len, size_t n, size_t *k);
-/* The same and its indices, as gc_sparse_index_decode. */
-size_t gcmpi_gpu_host_index_decode(const uint8_t *body, size_t len, size_t n, uint32_t *idx,
-                                   size_t *k);
 }
 
 #endif

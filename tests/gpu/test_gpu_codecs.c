@@ -404,6 +404,29 @@ static void test_errors(void)
               gc_error_name(want));
     }
 
+    /* A bitmap index section (topk keeping all 13: body+5 and body+6 are
+     * the bitmap), decoded on the device: a bit past n (with index 0
+     * cleared, so the count is still k), a bit past n besides k, and one
+     * index fewer than k. */
+    q.ratio = 1.0;
+    static const struct { unsigned char or6, and5; } bits[] = {{0x80, 0xFE}, {0x80, 0xFF}, {0x00, 0xFE}};
+    for (size_t i = 0; i < sizeof bits / sizeof *bits; i++) {
+        const gc_codec *c = gc_codec_by_name("topk");
+        l = gc_encode(c, h, NULL, 13, &q, 1, buf, sizeof buf, NULL);
+        CHECK(!gc_is_error(l) && buf[GC_HEADER_SIZE + 4] == 1, "topk 13 of 13: not a bitmap");
+        buf[GC_HEADER_SIZE + 6] |= bits[i].or6;
+        buf[GC_HEADER_SIZE + 5] &= bits[i].and5;
+        size_t want = gc_decode_add(buf, l, h, 13, NULL);
+        CHECK(gc_error_code(want) == GC_ERR_CORRUPT, "bitmap case %zu: the CPU says %s", i,
+              gc_error_name(want));
+        r = gcmpi_gpu_decode_add(ctx, buf, l, d2, 13);
+        CHECK(gc_error_code(r) == gc_error_code(want), "bitmap case %zu: GPU %s, CPU %s", i,
+              gc_error_name(r), gc_error_name(want));
+        r = decode_from_device(buf, l, d2, 13);
+        CHECK(gc_error_code(r) == gc_error_code(want), "bitmap case %zu from device: GPU %s, CPU %s",
+              i, gc_error_name(r), gc_error_name(want));
+    }
+
     CHECK(gcmpi_gpu_is_device_pointer(d) == 1, "device pointer not recognised");
     CHECK(gcmpi_gpu_is_device_pointer(h) == 0, "host pointer taken for a device pointer");
     CHECK(gcmpi_gpu_is_device_pointer(NULL) == 0, "NULL taken for a device pointer");
