@@ -120,8 +120,9 @@ GCMPI_GPU_API size_t gcmpi_gpu_encode(gcmpi_gpu_ctx *ctx, const gc_codec *c,
  * where it lies (copied device to device only when src + GC_HEADER_SIZE is
  * not 16-byte aligned, and randk's values). The whole body comes to the
  * host only where the host must read it: with the CRC flag, for the
- * sparse index sections of topk, dgc and topkq, and for the sequential
- * streams (qsgd's Elias coding, eg) and flagged (non-finite) payloads.
+ * layout of the sparse index sections of topk, dgc and topkq, and for
+ * flagged (non-finite) payloads (qsgd's Elias and eg's streams are read
+ * where they lie: the host reads only their segment size).
  * For this the context keeps a host buffer as long as the longest device
  * payload decoded so far (pageable; only the pages read are touched). */
 GCMPI_GPU_API size_t gcmpi_gpu_decode_add(gcmpi_gpu_ctx *ctx, const void *src, size_t len,
