@@ -168,6 +168,18 @@ gcmpi_comm_state *gcmpi_comm_state_of(MPI_Comm comm)
     return found ? attr : attach(comm);
 }
 
+gcmpi_skip gcmpi_comm_decision(MPI_Comm comm)
+{
+    void *attr = NULL;
+    int found = 0;
+    if (PMPI_Comm_get_attr(comm, keyval, &attr, &found) != MPI_SUCCESS) return GCMPI_SKIP_COMM;
+    if (found) return ((const gcmpi_comm_state *)attr)->skip;
+    char name[MPI_MAX_OBJECT_NAME + 1];
+    gcmpi_comm_facts facts;
+    facts_of(comm, &facts, name);
+    return gcmpi_eligible_comm(config, &facts);
+}
+
 void gcmpi_comm_state_teardown(void)
 {
     for (;;) {

@@ -55,6 +55,12 @@ int gcmpi_comm_state_setup(const gcmpi_config *cfg);
  * when memory runs out: ranks must not part ways. */
 gcmpi_comm_state *gcmpi_comm_state_of(MPI_Comm comm);
 
+/* Whether comm's float sums would be compressed (GCMPI_ELIGIBLE) or why
+ * not, from its state when attached, else worked out with local calls
+ * only (size, intercommunicator, congruence to MPI_COMM_WORLD, name): for
+ * calls that must not attach a state, whose first use is collective. */
+gcmpi_skip gcmpi_comm_decision(MPI_Comm comm);
+
 /* Before PMPI_Finalize: frees every state still attached (MPI_COMM_WORLD,
  * MPI_COMM_SELF, communicators the program did not free), moving their
  * statistics into the process table, then frees the keyval. */

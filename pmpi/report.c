@@ -241,7 +241,8 @@ static void print_row(const gcmpi_stats_row *r, int nranks)
  * unless a communicator name is long; bytes and residual counts are summed
  * over ranks. */
 static void print_table(const gcmpi_config *cfg, const char *mpi_version, int nranks,
-                        const gcmpi_stats_row *rows, size_t n, uint64_t other)
+                        const gcmpi_stats_row *rows, size_t n, uint64_t other,
+                        const uint64_t nonblocking[2])
 {
     char mpi[96], desc[8192];
     short_mpi_version(mpi_version, mpi, sizeof mpi);
@@ -259,6 +260,10 @@ static void print_table(const gcmpi_config *cfg, const char *mpi_version, int nr
     if (n == 0) fprintf(stderr, "libgcmpi: no float sums were intercepted\n");
     fprintf(stderr, "libgcmpi: %llu calls that were not float sums passed through untouched\n",
             (unsigned long long)other);
+    if (nonblocking[0])
+        fprintf(stderr, "libgcmpi: %llu MPI_Iallreduce/MPI_Iallgather calls (%.1f MB) passed "
+                        "through uncompressed: only the blocking calls are compressed\n",
+                (unsigned long long)nonblocking[0], (double)nonblocking[1] / 1e6);
 }
 
 void gcmpi_json_string(FILE *f, const char *s)
@@ -422,8 +427,8 @@ static void print_device(const gcmpi_device_stats *d)
 
 static int write_json(const char *path, const gcmpi_config *cfg, const char *mpi_version,
                       int nranks, const gcmpi_stats_row *rows, size_t n, uint64_t other,
-                      char (*warnings)[WARNING_LEN], size_t n_warnings,
-                      const gcmpi_device_stats *dev)
+                      const uint64_t nonblocking[2], char (*warnings)[WARNING_LEN],
+                      size_t n_warnings, const gcmpi_device_stats *dev)
 {
     char tmp[GCMPI_PATH_LEN + 32];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
@@ -442,8 +447,10 @@ static int write_json(const char *path, const gcmpi_config *cfg, const char *mpi
             (unsigned long long)gcmpi_config_hash(cfg));
     json_config(f, cfg);
     json_device(f, dev);
-    fprintf(f, ",\n  \"calls_not_float_sum\": %llu,\n  \"collectives\": [",
-            (unsigned long long)other);
+    fprintf(f, ",\n  \"calls_not_float_sum\": %llu,\n  \"nonblocking_passed\": {\"calls\": "
+               "%llu, \"bytes\": %llu},\n  \"collectives\": [",
+            (unsigned long long)other, (unsigned long long)nonblocking[0],
+            (unsigned long long)nonblocking[1]);
     for (size_t i = 0; i < n; i++) {
         const gcmpi_stats_row *r = &rows[i];
         const gcmpi_stats *s = &r->s;
@@ -498,7 +505,7 @@ static int write_json(const char *path, const gcmpi_config *cfg, const char *mpi
 
 /* Rank 0: merge, print, write. */
 static void publish(const gcmpi_config *cfg, int nranks, gcmpi_stats_row *all, size_t n_all,
-                    uint64_t other, const gcmpi_device_stats *dev)
+                    uint64_t other, const uint64_t nonblocking[2], const gcmpi_device_stats *dev)
 {
     char mpi_version[MPI_MAX_LIBRARY_VERSION_STRING] = "";
     int len = 0;
@@ -517,15 +524,15 @@ static void publish(const gcmpi_config *cfg, int nranks, gcmpi_stats_row *all, s
     qsort(rows, n, sizeof *rows, row_order);
     size_t n_warnings = collect_warnings(cfg, rows, n, warnings);
     if (cfg->stats_stderr) {
-        print_table(cfg, mpi_version, nranks, rows, n, other);
+        print_table(cfg, mpi_version, nranks, rows, n, other, nonblocking);
         print_adaptive(cfg, rows, n);
         if (cfg->verbose >= 1) gcmpi_auto_report_print(stderr); /* keeps the default report short */
         print_device(dev);
     }
     for (size_t i = 0; i < n_warnings; i++) fprintf(stderr, "libgcmpi: %s\n", warnings[i]);
     if (cfg->stats_json[0] &&
-        write_json(cfg->stats_json, cfg, mpi_version, nranks, rows, n, other, warnings,
-                   n_warnings, dev) != 0)
+        write_json(cfg->stats_json, cfg, mpi_version, nranks, rows, n, other, nonblocking,
+                   warnings, n_warnings, dev) != 0)
         fprintf(stderr, "libgcmpi: could not write the statistics to GCMPI_STATS file %s\n",
                 cfg->stats_json);
     free(warnings);
@@ -542,6 +549,9 @@ void gcmpi_report_finalize(const gcmpi_config *cfg, MPI_Comm comm)
     const gcmpi_stats_row *rows = gcmpi_stats_table(&n_rows);
     uint64_t other = gcmpi_stats_other(), other_sum = 0;
     PMPI_Reduce(&other, &other_sum, 1, MPI_UINT64_T, MPI_SUM, 0, comm);
+    uint64_t nonblocking[2], nonblocking_sum[2] = {0, 0};
+    gcmpi_stats_nonblocking(&nonblocking[0], &nonblocking[1]);
+    PMPI_Reduce(nonblocking, nonblocking_sum, 2, MPI_UINT64_T, MPI_SUM, 0, comm);
     gcmpi_device_stats dev;
     gcmpi_device_stats_reduce(&dev, comm);
 
@@ -569,7 +579,8 @@ void gcmpi_report_finalize(const gcmpi_config *cfg, MPI_Comm comm)
     if (ok) {
         PMPI_Gatherv(rows, my_bytes, MPI_BYTE, all, bytes, displs, MPI_BYTE, 0, comm);
         if (rank == 0)
-            publish(cfg, nranks, all, total / sizeof(gcmpi_stats_row), other_sum, &dev);
+            publish(cfg, nranks, all, total / sizeof(gcmpi_stats_row), other_sum,
+                    nonblocking_sum, &dev);
     } else if (rank == 0) {
         fprintf(stderr, "libgcmpi: out of memory; no statistics report\n");
     }

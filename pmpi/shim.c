@@ -686,11 +686,59 @@ static int staged_result(gcmpi_stage *sg, int mpi, MPI_Comm comm, const char *wh
         return device_call_end(rc);                                                      \
     }
 
+/* MPI_Iallreduce and MPI_Iallgather are not compressed: the compressed
+ * collectives are sequences of blocking calls, and a nonblocking call must
+ * return without waiting for other ranks. They are intercepted only to
+ * count the calls the blocking forms would have compressed, so the report
+ * tells a job that reduces its gradients with them why nothing shrank;
+ * the arguments go to PMPI_* untouched, and only local MPI calls are made
+ * here (no communicator state is attached: its first use is collective). */
+static void note_nonblocking(gcmpi_skip skip, MPI_Comm comm, const char *what, uint64_t bytes)
+{
+    if (skip != GCMPI_ELIGIBLE || comm == MPI_COMM_NULL) return;
+    if (gcmpi_comm_decision(comm) != GCMPI_ELIGIBLE) return;
+    gcmpi_stats_count_nonblocking(bytes);
+    if (cfg.verbose >= 3)
+        fprintf(stderr, "libgcmpi: rank %d: %s of %llu bytes passed through: nonblocking "
+                        "collectives are not compressed\n", world_rank, what,
+                (unsigned long long)bytes);
+}
+
+#define GCMPI_IALLREDUCE_WRAPPER(NAME, REAL, COUNT_T)                                     \
+    GCMPI_EXPORT int NAME(const void *sendbuf, void *recvbuf, COUNT_T count,             \
+                          MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,               \
+                          MPI_Request *request)                                          \
+    {                                                                                    \
+        if (intercepting())                                                              \
+            note_nonblocking(gcmpi_eligible_allreduce(&cfg, sendbuf, datatype, op,       \
+                                                      (int64_t)count),                   \
+                             comm, #NAME, (uint64_t)count * sizeof(float));              \
+        return REAL(sendbuf, recvbuf, count, datatype, op, comm, request);               \
+    }
+
+#define GCMPI_IALLGATHER_WRAPPER(NAME, REAL, COUNT_T)                                     \
+    GCMPI_EXPORT int NAME(const void *sendbuf, COUNT_T sendcount, MPI_Datatype sendtype, \
+                          void *recvbuf, COUNT_T recvcount, MPI_Datatype recvtype,       \
+                          MPI_Comm comm, MPI_Request *request)                           \
+    {                                                                                    \
+        if (intercepting())                                                              \
+            note_nonblocking(gcmpi_eligible_allgather(&cfg, sendbuf, (int64_t)sendcount, \
+                                                      sendtype, (int64_t)recvcount,      \
+                                                      recvtype),                         \
+                             comm, #NAME, (uint64_t)recvcount * sizeof(float));          \
+        return REAL(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,    \
+                    request);                                                            \
+    }
+
 GCMPI_ALLREDUCE_WRAPPER(MPI_Allreduce, PMPI_Allreduce, int)
 GCMPI_ALLGATHER_WRAPPER(MPI_Allgather, PMPI_Allgather, int)
 GCMPI_BCAST_WRAPPER(MPI_Bcast, PMPI_Bcast, int)
 GCMPI_ALLGATHERV_WRAPPER(MPI_Allgatherv, PMPI_Allgatherv, int, int)
+GCMPI_IALLREDUCE_WRAPPER(MPI_Iallreduce, PMPI_Iallreduce, int)
+GCMPI_IALLGATHER_WRAPPER(MPI_Iallgather, PMPI_Iallgather, int)
 #ifdef GCMPI_HAVE_LARGE_COUNT
+GCMPI_IALLREDUCE_WRAPPER(MPI_Iallreduce_c, PMPI_Iallreduce_c, MPI_Count)
+GCMPI_IALLGATHER_WRAPPER(MPI_Iallgather_c, PMPI_Iallgather_c, MPI_Count)
 GCMPI_ALLREDUCE_WRAPPER(MPI_Allreduce_c, PMPI_Allreduce_c, MPI_Count)
 GCMPI_ALLGATHER_WRAPPER(MPI_Allgather_c, PMPI_Allgather_c, MPI_Count)
 GCMPI_BCAST_WRAPPER(MPI_Bcast_c, PMPI_Bcast_c, MPI_Count)

@@ -12,6 +12,7 @@ static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static gcmpi_stats_row *table;
 static size_t table_len, table_cap;
 static atomic_uint_fast64_t other_calls;
+static atomic_uint_fast64_t nonblocking_calls, nonblocking_bytes;
 
 void gcmpi_stats_add_call(gcmpi_stats *s, const gcmpi_call_stats *c, int failed)
 {
@@ -126,6 +127,8 @@ void gcmpi_stats_clear(void)
     table_len = table_cap = 0;
     pthread_mutex_unlock(&table_lock);
     atomic_store_explicit(&other_calls, 0, memory_order_relaxed);
+    atomic_store_explicit(&nonblocking_calls, 0, memory_order_relaxed);
+    atomic_store_explicit(&nonblocking_bytes, 0, memory_order_relaxed);
 }
 
 void gcmpi_stats_count_other(void)
@@ -136,6 +139,18 @@ void gcmpi_stats_count_other(void)
 uint64_t gcmpi_stats_other(void)
 {
     return atomic_load_explicit(&other_calls, memory_order_relaxed);
+}
+
+void gcmpi_stats_count_nonblocking(uint64_t bytes)
+{
+    atomic_fetch_add_explicit(&nonblocking_calls, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&nonblocking_bytes, bytes, memory_order_relaxed);
+}
+
+void gcmpi_stats_nonblocking(uint64_t *calls, uint64_t *bytes)
+{
+    *calls = atomic_load_explicit(&nonblocking_calls, memory_order_relaxed);
+    *bytes = atomic_load_explicit(&nonblocking_bytes, memory_order_relaxed);
 }
 
 const char *gcmpi_kind_name(gcmpi_kind kind)

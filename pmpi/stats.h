@@ -65,6 +65,12 @@ void gcmpi_stats_clear(void);
 void gcmpi_stats_count_other(void);
 uint64_t gcmpi_stats_other(void);
 
+/* MPI_Iallreduce and MPI_Iallgather calls the blocking forms would have
+ * compressed, passed through uncompressed (bytes: one rank's vector or
+ * block): counted per process, without a lock. */
+void gcmpi_stats_count_nonblocking(uint64_t bytes);
+void gcmpi_stats_nonblocking(uint64_t *calls, uint64_t *bytes);
+
 const char *gcmpi_kind_name(gcmpi_kind kind);
 
 #endif /* GCMPI_STATS_H */

@@ -2,7 +2,8 @@
  * as the MPI library computes them: integer, double and user-op
  * reductions, MPI_MAX on floats, float sums below GCMPI_MIN_BYTES, float
  * sums on a one-rank communicator and on a communicator GCMPI_COMM does
- * not select, and MPI_Allgather whose types or counts differ. The
+ * not select, MPI_Allgather whose types or counts differ, and the
+ * nonblocking MPI_Iallreduce and MPI_Iallgather (never compressed). The
  * reference is the same call made through PMPI_*, which the preloaded
  * library does not intercept. Run with a lossy codec (int8) so that any
  * call compressed by mistake changes bits; an eligible float sum is made
@@ -123,6 +124,33 @@ int main(int argc, char **argv)
     MPI_Type_free(&pair);
     allgather_same_as_pmpi("small float allgather", fblock, 100, MPI_FLOAT, 100, MPI_FLOAT,
                            100 * sizeof(float) * (size_t)size, MPI_COMM_WORLD);
+
+    /* Nonblocking float sums and gathers are not compressed (they pass
+     * through, counted in the report's nonblocking_passed: here 2 calls of
+     * N floats on MPI_COMM_WORLD; the one on the split communicator, which
+     * GCMPI_COMM does not select, is not counted). */
+    float *nb_got = alloc_floats((size_t)N * (size_t)size);
+    float *nb_want = alloc_floats((size_t)N * (size_t)size);
+    MPI_Request req;
+    /* The reference is the same nonblocking call through PMPI_* (Open MPI
+     * sums an MPI_Iallreduce in another order than an MPI_Allreduce). */
+    PMPI_Iallreduce(fblock, nb_want, N, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req);
+    PMPI_Wait(&req, MPI_STATUS_IGNORE);
+    MPI_Iallreduce(fblock, nb_got, N, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    CHECK(memcmp(nb_got, nb_want, N * sizeof(float)) == 0, "MPI_Iallreduce differs from PMPI");
+    PMPI_Iallgather(fblock, N, MPI_FLOAT, nb_want, N, MPI_FLOAT, MPI_COMM_WORLD, &req);
+    PMPI_Wait(&req, MPI_STATUS_IGNORE);
+    MPI_Iallgather(fblock, N, MPI_FLOAT, nb_got, N, MPI_FLOAT, MPI_COMM_WORLD, &req);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    CHECK(memcmp(nb_got, nb_want, (size_t)N * (size_t)size * sizeof(float)) == 0,
+          "MPI_Iallgather differs from PMPI");
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
+    MPI_Iallreduce(fblock, nb_got, N, MPI_FLOAT, MPI_SUM, half, &req);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    MPI_Comm_free(&half);
+    free(nb_got);
+    free(nb_want);
 
     /* The library is active: an eligible float sum is compressed (int8 of
      * these values cannot be exact) and still close to the exact sum. */
