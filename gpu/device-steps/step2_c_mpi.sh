@@ -3,7 +3,8 @@
 # cudaMalloc'd buffers from libgcmpi_gpu.so) with libgcmpi preloaded:
 # allreduce and allgather on device buffers, in place, compressed by the
 # GPU kernels (none with each algorithm, fp16, int8 by rsag and native,
-# powersgd and randk by native, sign) and on the host
+# powersgd and randk by native, randk and eg by allgather, qsgd's Elias
+# coding by rsag, sign) and on the host
 # (topk), byte-equal to the same calls on host buffers, GCMPI_MOMENTUM
 # included (u and m on the device; one rank's buffer moved; a call with
 # odd ranks on host buffers); hier at 4 ranks in emulated nodes of 2 and
@@ -44,7 +45,17 @@ one int8-native 0.05 int8 native
 CHECK=seeded
 one powersgd 2 powersgd native
 one randk 2 randk native
+# The codecs' device draws and stream decodes (2026-12-06): randk's indices
+# by the allgather, qsgd's Elias stream by rsag (error feedback on), eg's
+# Exp-Golomb stream by the allgather.
+NAME=randk-allgather
+one randk 2 randk allgather
+NAME=qsgd-elias
+one qsgd 0.6 qsgd rsag GCMPI_QSGD_CODING=elias GCMPI_BITS=8 GCMPI_EF=1
 CHECK=same
+NAME=eg-allgather
+one eg 0.01 eg allgather
+NAME=
 one sign 0.95 sign allgather
 one topk 2 topk allgather
 one momentum-topk 10 topk allgather GCMPI_MOMENTUM=0.9
