@@ -240,14 +240,14 @@ static size_t eg_encode(const float *g, float *r, size_t n, const gc_params *p, 
     dst[0] = (uint8_t)(int8_t)e;
     gc_put_u32(dst + 1, (uint32_t)b);
     gc_put_u32(dst + 5, (uint32_t)seg);
-    uint8_t *sync = dst + EG_HEAD;
+    uint8_t *sync = dst + EG_HEAD;  /* behind the segment size */
 
     gc_egw w;
     gc_egw_init(&w, sync + table, cap - EG_HEAD - table);
     uint64_t fl_bits = 0;
     for (size_t s = 0, bi = 0; s < n; s += b, bi++) {
         size_t m = n - s < b ? n - s : b;
-        if (bi && bi % seg == 0) gc_put_u64(sync + 8 * (bi / seg - 1), gc_egw_bits(&w));
+        if (gc_sync_at(bi, seg)) gc_put_u64(sync + gc_sync_offset(bi, seg), gc_egw_bits(&w));
         uint32_t any = quantise(g + s, r ? r + s : NULL, m, scale, step, z);
         unsigned width = gc_eg_bitlen(any);
         fl_bits += (uint64_t)m * (width ? width : 1u);
@@ -284,12 +284,10 @@ static size_t eg_decode_add(const uint8_t *src, size_t len, float *acc, size_t n
     if (e < -EG_N_LIMIT || e > EG_N_LIMIT) return GC_ERROR(CORRUPT);
     uint32_t b = gc_get_u32(src + 1);
     if (b == 0 || b > (1u << 31)) return GC_ERROR(CORRUPT);
-    uint32_t seg = gc_get_u32(src + 5);
-    if (seg == 0) return GC_ERROR(CORRUPT);
-    size_t buckets = gc_bucket_count(n, b);
-    const uint8_t *sync = src + EG_HEAD;
-    if (!gc_sync_fit(buckets, seg, len - EG_HEAD)) return GC_ERROR(TRUNCATED);
-    const uint8_t *s = sync + gc_sync_bytes(buckets, seg);
+    size_t buckets = gc_bucket_count(n, b), seg = 0;
+    size_t sync_len = gc_sync_open(src + 5, len - 5, buckets, &seg);
+    if (gc_is_error(sync_len)) return sync_len;
+    const uint8_t *sync = src + EG_HEAD, *s = src + 5 + sync_len;
     size_t slen = len - (size_t)(s - src);
     uint64_t avail_bits = (uint64_t)slen * 8;
     /* Every bucket takes at least 5 bits and every element 1. */
@@ -304,7 +302,7 @@ static size_t eg_decode_add(const uint8_t *src, size_t len, float *acc, size_t n
     gc_eg_order_init(&order, 0);
     for (size_t start = 0, bi = 0; start < n; start += b, bi++) {
         size_t m = n - start < b ? n - start : b;
-        if (bi && bi % seg == 0 && gc_egr_bits_used(&rd) != gc_get_u64(sync + 8 * (bi / seg - 1)))
+        if (gc_sync_at(bi, seg) && gc_egr_bits_used(&rd) != gc_get_u64(sync + gc_sync_offset(bi, seg)))
             return GC_ERROR(CORRUPT);
         unsigned k = gc_egr_get(&rd, EG_K_BITS);
         if (k > GC_EG_MAX_ORDER) return GC_ERROR(CORRUPT);

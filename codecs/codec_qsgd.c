@@ -104,8 +104,8 @@ static size_t qsgd_encode_buckets(const float *g, float *r, size_t n, size_t buc
 
     for (size_t b = 0; b < nb; b++) {
         const size_t i0 = b * bucket, len = gc_q_bucket_len(n, bucket, b);
-        if (coding == QSGD_ELIAS && b && b % seg == 0)
-            gc_put_u64(sync + 8 * (b / seg - 1), gc_bitw_bits(&w));
+        if (coding == QSGD_ELIAS && gc_sync_at(b, seg))
+            gc_put_u64(sync + gc_sync_offset(b, seg), gc_bitw_bits(&w));
         float *rb = r ? r + i0 : NULL;
         float norm = (float)sqrt(gc_q_sum_pow(g + i0, rb, len, 2));
         float inv = norm > 0.0f ? s / norm : 0.0f;
@@ -195,12 +195,10 @@ static size_t decode_elias(const uint8_t *src, size_t len, size_t n, size_t buck
     const size_t nb = gc_bucket_count(n, bucket);
     const uint32_t s = (1u << (bits - 1)) - 1u;
     const size_t off = QSGD_FIELDS + 4 * nb;
-    if (len - off < 4) return GC_ERROR(TRUNCATED);
-    const uint32_t seg = gc_get_u32(src + off);
-    if (seg == 0) return GC_ERROR(CORRUPT);
-    const uint8_t *sync = src + off + 4;
-    if (!gc_sync_fit(nb, seg, len - off - 4)) return GC_ERROR(TRUNCATED);
-    const uint8_t *st = sync + gc_sync_bytes(nb, seg);
+    size_t seg = 0;
+    const size_t sync_len = gc_sync_open(src + off, len - off, nb, &seg);
+    if (gc_is_error(sync_len)) return sync_len;
+    const uint8_t *sync = src + off + 4, *st = src + off + sync_len;
     const size_t slen = len - (size_t)(st - src);
     /* Codes are read from a window v, loaded 8 bytes at a time at stream
      * bit base while whole loads fit, of which `have` bits are left (so
@@ -211,7 +209,7 @@ static size_t decode_elias(const uint8_t *src, size_t len, size_t n, size_t buck
     uint64_t base = 0, v = 0;
     unsigned have = 0, loaded = 0;
     for (size_t b = 0; b < nb; b++) {
-        if (b && b % seg == 0 && base + loaded - have != gc_get_u64(sync + 8 * (b / seg - 1)))
+        if (gc_sync_at(b, seg) && base + loaded - have != gc_get_u64(sync + gc_sync_offset(b, seg)))
             return GC_ERROR(CORRUPT);
         const size_t i0 = b * bucket, blen = gc_q_bucket_len(n, bucket, b);
         float step = gc_get_f32(src + QSGD_FIELDS + 4 * b) / (float)s;

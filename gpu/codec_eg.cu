@@ -174,8 +174,8 @@ __device__ static uint64_t eg_thread_bits(const uint32_t *z, size_t n, size_t bu
         const unsigned k = order[bi];
         if (rem == 0) {
             if (out) {
-                if (bi && bi % out->seg == 0)
-                    st_u64(out->sync + 8 * (bi / out->seg - 1), out->w_base + out->at + sum);
+                if (gc_sync_at(bi, out->seg))
+                    st_u64(out->sync + gc_sync_offset(bi, out->seg), out->w_base + out->at + sum);
                 eg_put_shared(out->w, out->at + sum, k, EG_K_BITS);
             }
             sum += EG_K_BITS;
@@ -359,12 +359,13 @@ static size_t eg_decode_add(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body,
     if (len < EG_HEAD) return GC_ERR(TRUNCATED);
     const int e = (int8_t)body[0];
     if (e < -EG_N_LIMIT || e > EG_N_LIMIT) return GC_ERR(CORRUPT);
-    const uint32_t bucket = get_u32(body + 1), seg = get_u32(body + 5);
+    const uint32_t bucket = get_u32(body + 1);
     if (bucket == 0 || bucket > (UINT32_C(1) << 31)) return GC_ERR(CORRUPT);
-    if (seg == 0) return GC_ERR(CORRUPT);
     const size_t nb = bucket_count(n, bucket);
-    if (!gc_sync_fit(nb, seg, len - EG_HEAD)) return GC_ERR(TRUNCATED);
-    const size_t off = EG_HEAD + gc_sync_bytes(nb, seg);
+    size_t seg = 0;
+    const size_t sync_len = gc_sync_open(body + 5, len - 5, nb, &seg);
+    if (gc_is_error(sync_len)) return sync_len;
+    const size_t off = 5 + sync_len;
     const uint64_t avail = (uint64_t)(len - off) * 8;
     if ((uint64_t)n + (uint64_t)EG_K_BITS * nb > avail) return GC_ERR(TRUNCATED);
     if (n == 0) return len == off ? 0 : GC_ERR(CORRUPT);

@@ -85,7 +85,7 @@ __global__ void k_elias_write(const uint8_t *codes, size_t n, unsigned bits, siz
         const size_t lo = sg * ELIAS_SEG, hi = n - lo < ELIAS_SEG ? n : lo + ELIAS_SEG;
         uint64_t at = seg_off[sg];
         for (size_t i = lo; i < hi; i++) {
-            if (i && i % sync_elems == 0) st_u64(sync + 8 * (i / sync_elems - 1), at);
+            if (gc_sync_at(i, sync_elems)) st_u64(sync + gc_sync_offset(i, sync_elems), at);
             unsigned w;
             const uint32_t field = elias_field(codes[i], bits, &w);
             const unsigned sh = (unsigned)(at & 31u);
@@ -251,13 +251,12 @@ static size_t elias_decode_add(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *bo
                                float *acc, size_t n, size_t bucket, unsigned bits)
 {
     const size_t nb = bucket_count(n, bucket), head = QSGD_FIELDS + 4 * nb;
-    if (len - head < 4) return GC_ERR(TRUNCATED);
     size_t r = body_on_host(ctx, body, len, head + 4);
     if (gc_is_error(r)) return r;
-    const uint32_t seg = get_u32(body + head);
-    if (seg == 0) return GC_ERR(CORRUPT);
-    if (!gc_sync_fit(nb, seg, len - head - 4)) return GC_ERR(TRUNCATED);
-    const size_t off = head + 4 + gc_sync_bytes(nb, seg);
+    size_t seg = 0;
+    const size_t sync_len = gc_sync_open(body + head, len - head, nb, &seg);
+    if (gc_is_error(sync_len)) return sync_len;
+    const size_t off = head + sync_len;
     if (n == 0) return len == off ? 0 : GC_ERR(CORRUPT);
     const size_t nseg = gc_sync_segments(nb, seg);
     const uint8_t *d = body_to_device(ctx, s, body, len);
