@@ -2,7 +2,6 @@
  * (n, k, seed) drawn on the device as the CPU's Floyd sampler draws them
  * (below), the values gathered, scaled (unbiased mode) and written with
  * the residual; decoding draws the same indices and scatters. */
-#include "gpu_scan.cuh"
 #include "gpu_sparse.cuh"
 
 #define RANDK_HEAD 13u
@@ -37,7 +36,7 @@ __global__ void k_randk_values(const uint32_t *idx, size_t k, const float *v, fl
  * its j (c_x): a chain to smaller draws, walked by each draw's thread
  * (short: a step needs t >= n - k, drawn with probability k / (j + 1)).
  * The set {t_m : not c_m} and {j : c_m} goes into a bitmap of n bits and
- * comes out in ascending order: a count per word, a scan, the writes. */
+ * comes out in ascending order as a bitmap body's (gpu_bitmap_indices). */
 
 #define RANDK_EMPTY (~0ull)
 
@@ -97,22 +96,6 @@ __global__ void k_randk_resolve(const uint32_t *t, size_t n, size_t k,
     }
 }
 
-__global__ void k_randk_word_counts(const unsigned *bits, size_t words, uint64_t *count)
-{
-    GRID_STRIDE(w, words) count[w] = (uint64_t)__popc(bits[w]);
-}
-
-/* idx[at[w]..] = the set bits of word w, ascending (at most k in all). */
-__global__ void k_randk_extract(const unsigned *bits, size_t words, const uint64_t *at, size_t k,
-                                uint32_t *idx)
-{
-    GRID_STRIDE(w, words) {
-        uint64_t o = at[w];
-        for (unsigned b = bits[w]; b && o < k; b &= b - 1)
-            idx[o++] = (uint32_t)(w * 32 + (unsigned)(__ffs((int)b) - 1));
-    }
-}
-
 /* Queue idx[0..k) = the indices of (n, k, seed), k >= 1, with scratch from
  * s. 0 or an error. */
 static size_t randk_draw(gcmpi_gpu_ctx *ctx, scratch *s, size_t n, uint64_t seed, size_t k,
@@ -124,8 +107,7 @@ static size_t randk_draw(gcmpi_gpu_ctx *ctx, scratch *s, size_t n, uint64_t seed
     uint32_t *t = (uint32_t *)scratch_get(ctx, s, k * sizeof(uint32_t));
     unsigned long long *table = (unsigned long long *)scratch_get(ctx, s, (size_t)slots * 8);
     unsigned *bits = (unsigned *)scratch_get(ctx, s, words * sizeof(unsigned));
-    uint64_t *count = (uint64_t *)scratch_get(ctx, s, words * sizeof(uint64_t));
-    if (!t || !table || !bits || !count) return GC_ERR(ALLOC);
+    if (!t || !table || !bits) return GC_ERR(ALLOC);
     cudaStream_t st = ctx->stream;
     if (cudaMemsetAsync(table, 0xFF, (size_t)slots * 8, st) != cudaSuccess
         || cudaMemsetAsync(bits, 0, words * sizeof(unsigned), st) != cudaSuccess) {
@@ -134,10 +116,8 @@ static size_t randk_draw(gcmpi_gpu_ctx *ctx, scratch *s, size_t n, uint64_t seed
     }
     k_randk_draw<<<blocks_for(k, GPU_THREADS), GPU_THREADS, 0, st>>>(seed, n, k, t, table, slots - 1);
     k_randk_resolve<<<blocks_for(k, GPU_THREADS), GPU_THREADS, 0, st>>>(t, n, k, table, slots - 1, bits);
-    k_randk_word_counts<<<blocks_for(words, GPU_THREADS), GPU_THREADS, 0, st>>>(bits, words, count);
-    gpu_scan_u64(ctx, count, words, NULL);
-    k_randk_extract<<<blocks_for(words, GPU_THREADS), GPU_THREADS, 0, st>>>(bits, words, count, k, idx);
-    return 0;
+    /* Little-endian words: bit i of byte i / 8 is index i, as a bitmap body. */
+    return gpu_bitmap_indices(ctx, s, (const uint8_t *)bits, n, k, idx, NULL);
 }
 
 /* The indices of (n, k, seed) in device scratch (a 4-byte buffer for

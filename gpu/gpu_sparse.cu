@@ -248,8 +248,8 @@ __device__ static inline uint64_t bitmap_word(const uint8_t *ix, size_t nbytes, 
     return v;
 }
 
-/* count[w] = the set bits of word w; a bit at an index >= n sets *bad
- * (apply_bitmap's check). */
+/* count[w] = the set bits of word w; with bad, a bit at an index >= n
+ * sets *bad (apply_bitmap's check). */
 __global__ void k_bitmap_counts(const uint8_t *ix, size_t n, size_t words, uint64_t *count,
                                 unsigned *bad)
 {
@@ -257,7 +257,7 @@ __global__ void k_bitmap_counts(const uint8_t *ix, size_t n, size_t words, uint6
     GRID_STRIDE(w, words) {
         uint64_t v = bitmap_word(ix, nbytes, w);
         const size_t past = n - 64 * w < 64 ? n - 64 * w : 64;  /* bits below n */
-        if (past < 64 && (v >> past)) *bad = 1u;
+        if (bad && past < 64 && (v >> past)) *bad = 1u;
         count[w] = (uint64_t)__popcll(v);
     }
 }
@@ -280,23 +280,28 @@ __global__ void k_bitmap_indices(const uint8_t *ix, size_t n, size_t words, cons
     }
 }
 
+size_t gpu_bitmap_indices(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *bits, size_t n,
+                          size_t k, uint32_t *idx, unsigned *bad)
+{
+    const size_t words = (n + 63) / 64;
+    uint64_t *count = (uint64_t *)scratch_get(ctx, s, (words + 1) * sizeof(uint64_t));
+    if (!count) return GC_ERR(ALLOC);
+    cudaStream_t st = ctx->stream;
+    k_bitmap_counts<<<blocks_for(words, GPU_THREADS), GPU_THREADS, 0, st>>>(bits, n, words, count, bad);
+    gpu_scan_u64(ctx, count, words, count + words);
+    if (bad) k_bitmap_total<<<1, 1, 0, st>>>(count + words, k, bad);
+    k_bitmap_indices<<<blocks_for(words, GPU_THREADS), GPU_THREADS, 0, st>>>(bits, n, words, count, k, idx);
+    return 0;
+}
+
 /* didx[0..k) = the bitmap-coded indices of dbody (on the device), checked
  * as apply_bitmap checks them: no index past n, exactly k. Waits. */
 static size_t bitmap_decode_device(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *dbody, size_t k,
                                    size_t n, uint32_t *didx)
 {
-    const size_t words = (n + 63) / 64;
-    uint64_t *count = (uint64_t *)scratch_get(ctx, s, (words + 1) * sizeof(uint64_t));
-    if (!count) return GC_ERR(ALLOC);
     size_t r = flag_clear(ctx);
-    if (gc_is_error(r)) return r;
-    cudaStream_t st = ctx->stream;
-    const uint8_t *ix = dbody + SPARSE_HEAD;
-    k_bitmap_counts<<<blocks_for(words, GPU_THREADS), GPU_THREADS, 0, st>>>(ix, n, words, count, ctx->flag);
-    gpu_scan_u64(ctx, count, words, count + words);
-    k_bitmap_total<<<1, 1, 0, st>>>(count + words, k, ctx->flag);
-    k_bitmap_indices<<<blocks_for(words, GPU_THREADS), GPU_THREADS, 0, st>>>(ix, n, words, count, k, didx);
-    return flag_result(ctx);
+    if (!gc_is_error(r)) r = gpu_bitmap_indices(ctx, s, dbody + SPARSE_HEAD, n, k, didx, ctx->flag);
+    return gc_is_error(r) ? r : flag_result(ctx);
 }
 
 size_t gpu_sparse_indices(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, size_t len,

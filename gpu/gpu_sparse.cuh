@@ -58,6 +58,14 @@ void gpu_zero_at(gcmpi_gpu_ctx *ctx, const uint32_t *idx, size_t k, float *x);
 size_t gpu_sparse_indices(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *body, size_t len,
                           size_t n, const uint8_t *dbody, size_t *k, uint32_t **didx);
 
+/* Queue idx[0..k) = the indices of the set bits of the bitmap
+ * bits[0..(n + 7) / 8) (device memory, any alignment; bit i of byte i / 8
+ * is index i), ascending, at most k written; with bad (a device word),
+ * *bad = 1 where a bit lies past n or the bitmap holds other than k
+ * indices. 0 or an error. */
+size_t gpu_bitmap_indices(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *bits, size_t n,
+                          size_t k, uint32_t *idx, unsigned *bad);
+
 /* gpu_host_sparse.c (plain C: it calls the codec library's sparse_index.c,
  * whose header is C-only). */
 extern "C" {
