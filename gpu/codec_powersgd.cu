@@ -90,7 +90,7 @@ static size_t ps_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float *r
     if (rk == 0) return size;
     const float *m = r ? r : g;
     const size_t np = sh.rows * rk, nq = c * rk;
-    float *hq = (float *)malloc(nq * sizeof(float)), *hp = (float *)malloc(np * sizeof(float));
+    float *hq = (float *)host_scratch(ctx, (nq + np) * sizeof(float)), *hp = hq ? hq + nq : NULL;
     float *q = (float *)scratch_get(ctx, s, nq * sizeof(float));
     float *pm = (float *)scratch_get(ctx, s, np * sizeof(float));
     size_t e = hq && hp && q && pm ? 0 : GC_ERR(ALLOC);
@@ -105,10 +105,8 @@ static size_t ps_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float *r
     if (!gc_is_error(e)) {
         gc_powersgd_orthonormalize(sh, hp);
         queue_copy(ctx, pm, hp, np * sizeof(float), cudaMemcpyHostToDevice, &e);
-        if (!gc_is_error(e)) e = sync_status(ctx);  /* hq and hp are freed below */
+        if (!gc_is_error(e)) e = sync_status(ctx);  /* the copy from hp is done */
     }
-    free(hq);
-    free(hp);
     if (gc_is_error(e)) return e;
     k_ps_q<<<blocks_for(c * rk, GPU_THREADS), GPU_THREADS, 0, st>>>(m, n, c, rk, pm, q);
     if (r) k_ps_lowrank_add<<<blocks_for(n, GPU_THREADS), GPU_THREADS, 0, st>>>(pm, q, n, c, rk, -1.0f, r);

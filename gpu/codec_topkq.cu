@@ -292,20 +292,12 @@ static size_t topkq_policy_values(gcmpi_gpu_ctx *ctx, scratch *s, const float *x
     /* The host's figures in one buffer the context keeps (grown, not
      * allocated per call): error energies, scans, then the layout. */
     const size_t err_bytes = want_err ? nbk * TOPKQ_MAX_BITS * sizeof(double) : 0;
-    const size_t host_bytes = err_bytes + nbk * (sizeof(tq_scan) + sizeof(tq_bucket));
-    if (host_bytes > ctx->policy_cap) {
-        uint8_t *grown = (uint8_t *)realloc(ctx->policy_host, host_bytes);
-        if (grown) {
-            ctx->policy_host = grown;
-            ctx->policy_cap = host_bytes;
-        }
-    }
-    const int have_host = host_bytes <= ctx->policy_cap;
-    double *herr = have_host && want_err ? (double *)ctx->policy_host : NULL;
-    tq_scan *hsc = have_host ? (tq_scan *)(ctx->policy_host + err_bytes) : NULL;
-    tq_bucket *hbk = have_host ? (tq_bucket *)(hsc + nbk) : NULL;
+    uint8_t *host = host_scratch(ctx, err_bytes + nbk * (sizeof(tq_scan) + sizeof(tq_bucket)));
+    double *herr = host && want_err ? (double *)host : NULL;
+    tq_scan *hsc = host ? (tq_scan *)(host + err_bytes) : NULL;
+    tq_bucket *hbk = host ? (tq_bucket *)(hsc + nbk) : NULL;
     size_t e = 0;
-    if (!dsc || !dbk || !have_host || (want_err && !derr)) e = GC_ERR(ALLOC);
+    if (!dsc || !dbk || !host || (want_err && !derr)) e = GC_ERR(ALLOC);
     if (!gc_is_error(e)) {
         k_tq_scan<<<blocks_for(nbk, 64), 64, 0, st>>>(x, k, bucket, nbk, dsc);
         if (want_err)

@@ -93,7 +93,7 @@ extern "C" void gcmpi_gpu_destroy(gcmpi_gpu_ctx *ctx)
     if (ctx->pool) (void)cudaMemPoolDestroy(ctx->pool);
     if (ctx->host_word) (void)cudaFreeHost(ctx->host_word);
     free(ctx->shadow.host);
-    free(ctx->policy_host);
+    free(ctx->host_buf);
     (void)cudaGetLastError();
     free(ctx);
 }

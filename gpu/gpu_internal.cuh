@@ -83,8 +83,8 @@ struct gcmpi_gpu_ctx {
     gpu_shadow shadow;    /* the device payload being decoded */
     gc_width_policy width_policy; /* topkq's per-bucket widths (gcmpi_gpu_set_width_policy) */
     int has_width_policy;
-    uint8_t *policy_host; /* the policy's per-bucket figures on the host, grown */
-    size_t policy_cap;
+    uint8_t *host_buf;    /* host scratch of one call (host_scratch), grown, kept */
+    size_t host_cap;
 };
 
 /* Scratch from the pool, freed at the end of the call (stream order). */
@@ -131,6 +131,21 @@ static inline void scratch_release(gcmpi_gpu_ctx *ctx, scratch *s)
 {
     for (unsigned i = 0; i < s->used; i++) (void)cudaFreeAsync(s->p[i], ctx->stream);
     s->used = 0;
+}
+
+/* bytes of host memory for one call's figures that cross (topkq's
+ * per-bucket statistics, powersgd's P and Q): the context's buffer, grown
+ * and kept, so no allocation per call in steady state; NULL when it
+ * cannot grow. Valid until the next call on the context. */
+static inline uint8_t *host_scratch(gcmpi_gpu_ctx *ctx, size_t bytes)
+{
+    if (bytes > ctx->host_cap) {
+        uint8_t *grown = (uint8_t *)realloc(ctx->host_buf, bytes);
+        if (!grown) return NULL;
+        ctx->host_buf = grown;
+        ctx->host_cap = bytes;
+    }
+    return ctx->host_buf;
 }
 
 /* Wait for the stream; GC_ERR_GENERIC when anything queued failed. */
