@@ -23,11 +23,14 @@ static size_t fixed_codes_bytes(size_t n, size_t bucket, unsigned bits)
         + bits * planes_stride(bucket_len(n, bucket, nb - 1));
 }
 
-__global__ void k_qsgd_head(uint8_t *body, uint32_t bucket, unsigned bits, unsigned coding)
+/* The fixed fields; with seg_at, the Elias body's segment size there. */
+__global__ void k_qsgd_head(uint8_t *body, uint32_t bucket, unsigned bits, unsigned coding,
+                            uint8_t *seg_at, uint32_t seg)
 {
     st_u32(body, bucket);
     body[4] = (uint8_t)bits;
     body[5] = (uint8_t)coding;
+    if (seg_at) st_u32(seg_at, seg);
 }
 
 /* norm = sqrt of the bucket's sum of squares, rounded to float (a NaN sum
@@ -96,10 +99,9 @@ __global__ void k_elias_write(const uint8_t *codes, size_t n, unsigned bits, siz
     }
 }
 
-/* The Elias body after the norms at out[0..cap): the segment size, the
- * sync points, the stream. Its bytes, or an error. */
-__global__ void k_elias_seg_size(uint8_t *at, uint32_t seg) { st_u32(at, seg); }
-
+/* The Elias body after the norms at out[0..cap): the sync points and the
+ * stream behind the segment size (k_qsgd_head writes it). Its bytes, the
+ * size included, or an error. */
 static size_t elias_write(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *codes, size_t n,
                           size_t bucket, unsigned bits, uint8_t *out, size_t cap)
 {
@@ -123,7 +125,6 @@ static size_t elias_write(gcmpi_gpu_ctx *ctx, scratch *s, const uint8_t *codes, 
     unsigned *words = (unsigned *)scratch_get(ctx, s, nwords * 4);
     if (!words || cudaMemsetAsync(words, 0, nwords * 4, st) != cudaSuccess)
         return words ? GC_ERR(GENERIC) : GC_ERR(ALLOC);
-    k_elias_seg_size<<<1, 1, 0, st>>>(sync - 4, (uint32_t)sync_seg);
     k_elias_write<<<blocks_for(nseg, GPU_THREADS), GPU_THREADS, 0, st>>>(
         codes, n, bits, nseg, seg, words, sync, sync_seg * bucket);
     if (bytes && cudaMemcpyAsync(out, words, bytes, cudaMemcpyDeviceToDevice, st) != cudaSuccess)
@@ -144,13 +145,10 @@ static size_t qsgd_encode(gcmpi_gpu_ctx *ctx, scratch *s, const float *g, float 
                                      : fixed_codes_bytes(n, bucket, bits));
     if (cap < bound) return GC_ERR(DST_TOO_SMALL);
     const float levels = (float)((1u << (bits - 1)) - 1u);
-    k_qsgd_head<<<1, 1, 0, ctx->stream>>>(body, (uint32_t)bucket, bits, (unsigned)coding);
-    if (nb == 0) {
-        if (coding == QSGD_FIXED) return QSGD_FIELDS;
-        k_elias_seg_size<<<1, 1, 0, ctx->stream>>>(body + QSGD_FIELDS,
-                                                   (uint32_t)gc_sync_segment_buckets(bucket));
-        return QSGD_FIELDS + 4;
-    }
+    k_qsgd_head<<<1, 1, 0, ctx->stream>>>(body, (uint32_t)bucket, bits, (unsigned)coding,
+                                          coding == QSGD_ELIAS ? body + head : NULL,
+                                          (uint32_t)gc_sync_segment_buckets(bucket));
+    if (nb == 0) return coding == QSGD_ELIAS ? QSGD_FIELDS + 4 : QSGD_FIELDS;
     const uint32_t key = key32(seed);
     if (tile_fits(bucket)) {
         if (coding == QSGD_FIXED) {
