@@ -10,6 +10,9 @@
 #include <string.h>
 
 static int keyval = MPI_KEYVAL_INVALID;
+/* gcmpi_comm_decision's answer for a communicator without a state, kept
+ * on it as skip + 1 (a local call, unlike attaching a state). */
+static int decision_keyval = MPI_KEYVAL_INVALID;
 static const gcmpi_config *config;
 
 /* Live states; attaching and freeing are rare, so one mutex is enough. */
@@ -79,7 +82,10 @@ static int state_delete(MPI_Comm comm, int key, void *attr, void *extra)
 int gcmpi_comm_state_setup(const gcmpi_config *cfg)
 {
     config = cfg;
-    return PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, state_delete, &keyval, NULL);
+    int rc = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, state_delete, &keyval, NULL);
+    if (rc != MPI_SUCCESS) return rc;
+    return PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN,
+                                   &decision_keyval, NULL);
 }
 
 static void out_of_memory(MPI_Comm comm, const char *what)
@@ -174,10 +180,16 @@ gcmpi_skip gcmpi_comm_decision(MPI_Comm comm)
     int found = 0;
     if (PMPI_Comm_get_attr(comm, keyval, &attr, &found) != MPI_SUCCESS) return GCMPI_SKIP_COMM;
     if (found) return ((const gcmpi_comm_state *)attr)->skip;
+    /* Worked out once a communicator: comparing it with MPI_COMM_WORLD
+     * compares their groups. */
+    if (PMPI_Comm_get_attr(comm, decision_keyval, &attr, &found) == MPI_SUCCESS && found)
+        return (gcmpi_skip)((intptr_t)attr - 1);
     char name[MPI_MAX_OBJECT_NAME + 1];
     gcmpi_comm_facts facts;
     facts_of(comm, &facts, name);
-    return gcmpi_eligible_comm(config, &facts);
+    const gcmpi_skip skip = gcmpi_eligible_comm(config, &facts);
+    (void)PMPI_Comm_set_attr(comm, decision_keyval, (void *)((intptr_t)skip + 1));
+    return skip;
 }
 
 void gcmpi_comm_state_teardown(void)
@@ -191,5 +203,6 @@ void gcmpi_comm_state_teardown(void)
         if (PMPI_Comm_delete_attr(st->user, keyval) != MPI_SUCCESS) state_free(st);
     }
     if (keyval != MPI_KEYVAL_INVALID) PMPI_Comm_free_keyval(&keyval);
+    if (decision_keyval != MPI_KEYVAL_INVALID) PMPI_Comm_free_keyval(&decision_keyval);
     config = NULL;
 }
