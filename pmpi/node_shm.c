@@ -13,6 +13,7 @@
  * MPI_Win_sync, a barrier of the node, MPI_Win_sync between writing a
  * part and reading it. Every rank writes only its own part. */
 #include "node_shm.h"
+#include "stream_copy.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -51,10 +52,16 @@ struct gcmpi_node_shm {
 static int finalizing;
 static size_t max_floats = GCMPI_NODE_SHM_MAX_FLOATS;
 static size_t room_override = SIZE_MAX;
+static int streaming = -1;
 
 void gcmpi_node_shm_set_max_floats(size_t floats)
 {
     max_floats = floats > 0 ? floats : 1;
+}
+
+void gcmpi_node_shm_set_streaming(int mode)
+{
+    streaming = mode;
 }
 
 void gcmpi_node_shm_set_room(size_t bytes)
@@ -330,6 +337,12 @@ int gcmpi_node_shm_allgather(gcmpi_node_shm **shm, MPI_Comm node, float *out, co
     if (rc != MPI_SUCCESS) return rc;
     const gcmpi_node_shm *s = *shm;
     const size_t longest = largest(counts, q), step = s->cap < max_floats ? s->cap : max_floats;
+    size_t total = 0;
+    for (int i = 0; i < q; i++) total += counts[i] > 0 ? (size_t)counts[i] : 0;
+    /* What the node's ranks write here together is larger than the cache:
+     * past it (stream_copy.h). */
+    const int past_cache = streaming >= 0 ? streaming
+                                          : gcmpi_outgrows_cache((size_t)q * total * sizeof(float));
     size_t from = 0;
     do {
         memcpy(s->part[me], &my_rc, sizeof my_rc);
@@ -341,7 +354,10 @@ int gcmpi_node_shm_allgather(gcmpi_node_shm **shm, MPI_Comm node, float *out, co
             memcpy(&theirs, s->part[j], sizeof theirs);
             if (theirs > *worst) *worst = theirs;
             const size_t mj = j == me ? 0 : clamp_piece(counts[j], from, step);
-            if (mj) memcpy(out + displs[j] + from, floats_of(s, j), mj * sizeof(float));
+            if (mj && past_cache)
+                gcmpi_copy_past_cache(out + displs[j] + from, floats_of(s, j), mj);
+            else if (mj)
+                memcpy(out + displs[j] + from, floats_of(s, j), mj * sizeof(float));
         }
         if (rc == MPI_SUCCESS) rc = fence(s, node);
         from += step;

@@ -57,6 +57,11 @@ int gcmpi_node_shm_allgather(gcmpi_node_shm **shm, MPI_Comm node, float *out, co
  * GCMPI_NODE_SHM_MAX_FLOATS until then. The same on every rank. */
 void gcmpi_node_shm_set_max_floats(size_t floats);
 
+/* Tests and bench/node_bench.c: the allgather copies chunks out past the
+ * cache (1, stream_copy.h) or through it (0) whatever their size; -1 (the
+ * default): past it where the node's outputs outgrow the cache. */
+void gcmpi_node_shm_set_streaming(int mode);
+
 /* Tests: the bytes of shared memory a window may take, instead of what
  * /dev/shm has free (SIZE_MAX: measure it again). */
 void gcmpi_node_shm_set_room(size_t bytes);

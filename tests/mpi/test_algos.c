@@ -588,18 +588,21 @@ static void test_hier_node_split_follows_node_size(harness *h)
  * node size (one node, one rank per node, uneven nodes), in place or not,
  * with every rank holding the same bytes; inside a node through MPI, the
  * shared window, and a window of 7 floats a part (many rounds, uneven
- * last pieces). */
+ * last pieces), the window's chunks copied out through the cache and past
+ * it (streaming stores from every alignment). */
 static void test_hier_none_sums_exactly_for_every_node_size(harness *h)
 {
     const int p = h->ctx.size;
     const size_t counts[] = {0, 1, (size_t)p + 1, 1000, 65537};
-    static const char *ways[] = {"MPI", "window", "window of 7"};
+    static const char *ways[] = {"MPI", "window", "window of 7", "window streamed",
+                                 "window of 7 streamed"};
     use_codec(h, "none");
-    for (int way = 0; way < 3; way++)
+    for (int way = 0; way < 5; way++)
     for (int q = 1; q <= p; q++) {
         use_node_size(h, q);
         h->cfg.node_shm = way > 0;
-        gcmpi_node_shm_set_max_floats(way == 2 ? 7 : GCMPI_NODE_SHM_MAX_FLOATS);
+        gcmpi_node_shm_set_max_floats(way == 2 || way == 4 ? 7 : GCMPI_NODE_SHM_MAX_FLOATS);
+        gcmpi_node_shm_set_streaming(way >= 3 ? 1 : 0);
         for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++)
             for (int in_place = 0; in_place < 2; in_place++) {
                 const size_t n = counts[c];
@@ -618,6 +621,7 @@ static void test_hier_none_sums_exactly_for_every_node_size(harness *h)
             }
     }
     gcmpi_node_shm_set_max_floats(GCMPI_NODE_SHM_MAX_FLOATS);
+    gcmpi_node_shm_set_streaming(-1);
     h->cfg.node_shm = 1;
     use_node_size(h, 0);
 }
