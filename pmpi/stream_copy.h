@@ -4,9 +4,10 @@
  * destination line in (to own it), then writes it back: for an output far
  * larger than the last-level cache that read is wasted. Non-temporal
  * stores write whole lines without reading them. Measured on hier's
- * window allgather (pmpi/node_shm.c), 64 MiB vectors on this 2-core host:
- * 8 ranks 28-32 ms -> 23-24 ms, 4 ranks 13.1-13.5 -> 11.5-11.9 ms
- * (medians of 11-15 calls in turns, README). For an output that fits the
+ * window allgather (pmpi/node_shm.c) by bench/node_bench.c, 64 MiB
+ * vectors on this 2-core host, medians of 15 calls in turns, two runs:
+ * 8 ranks 27.3-28.0 ms -> 22.6-22.7 ms (1.21-1.23x), 4 ranks 19.7-21.5 ->
+ * 19.3-21.1 ms (1.02x). For an output that fits the
  * cache it would push out what the caller reads next: callers ask
  * gcmpi_outgrows_cache first. */
 #ifndef GCMPI_STREAM_COPY_H
