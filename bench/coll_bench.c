@@ -38,8 +38,8 @@
  * (payloads all-gathered over all ranks) and hier or auto (node by node). */
 #include "coll_impl.h"
 #include "gcmpi_config.h"
+#include "size_arg.h"
 
-#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,23 +108,6 @@ static int fail(const char *fmt, const char *arg)
     return 0;
 }
 
-/* "64K" -> 65536; 0 on a malformed size. */
-static size_t parse_size(const char *s)
-{
-    char *end;
-    double v = strtod(s, &end);
-    size_t mult = 1;
-    switch (toupper((unsigned char)*end)) {
-    case 'K': mult = (size_t)1 << 10, end++; break;
-    case 'M': mult = (size_t)1 << 20, end++; break;
-    case 'G': mult = (size_t)1 << 30, end++; break;
-    default: break;
-    }
-    if (toupper((unsigned char)*end) == 'B' || toupper((unsigned char)*end) == 'I') end++;
-    if (*end || !(v > 0)) return 0;
-    return (size_t)(v * (double)mult);
-}
-
 /* Calls item(token) for each comma-separated token of list. */
 static int each_token(const char *list, int (*item)(options *, const char *), options *o)
 {
@@ -137,7 +120,7 @@ static int each_token(const char *list, int (*item)(options *, const char *), op
 
 static int add_size(options *o, const char *t)
 {
-    size_t s = parse_size(t);
+    size_t s = gcmpi_bench_parse_size(t);
     if (!s || o->n_sizes == MAX_LIST) return fail("bad size '%s'", t);
     o->sizes[o->n_sizes++] = s;
     return 1;
@@ -197,7 +180,7 @@ static int parse_options(options *o, int argc, char **argv)
         else if (!v) ok = fail("%s needs a value", a);
         else if (strcmp(a, "--sizes") == 0) ok = each_token(v, add_size, o);
         else if (strcmp(a, "--max-size") == 0)
-            ok = (o->max_size = parse_size(v)) || fail("bad size '%s'", v);
+            ok = (o->max_size = gcmpi_bench_parse_size(v)) || fail("bad size '%s'", v);
         else if (strcmp(a, "--codec") == 0) ok = each_token(v, add_codec, o);
         else if (strcmp(a, "--algo") == 0) ok = each_token(v, add_algo, o);
         else if (strcmp(a, "--ratio") == 0) o->ratio = atof(v);

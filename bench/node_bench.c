@@ -10,8 +10,8 @@
  * phase, and whether the sums of each way's first call were exact. */
 #include "node_shm.h"
 #include "coll_impl.h"
+#include "size_arg.h"
 
-#include <ctype.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,21 +29,6 @@ static double median(double *t, int n)
 {
     qsort(t, (size_t)n, sizeof *t, by_value);
     return t[n / 2];
-}
-
-/* "64M" -> 64 MiB; 0 on a malformed size. */
-static size_t parse_size(const char *s)
-{
-    char *end;
-    const double v = strtod(s, &end);
-    size_t mult = 1;
-    switch (toupper((unsigned char)*end)) {
-    case 'K': mult = (size_t)1 << 10, end++; break;
-    case 'M': mult = (size_t)1 << 20, end++; break;
-    case 'G': mult = (size_t)1 << 30, end++; break;
-    default: break;
-    }
-    return *end || !(v > 0) ? 0 : (size_t)(v * (double)mult);
 }
 
 /* The slowest rank's seconds. */
@@ -86,7 +71,7 @@ int main(int argc, char **argv)
     snprintf(list, sizeof list, "%s", sizes);
     int all_exact = 1;
     for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        const size_t n = parse_size(t) / sizeof(float);
+        const size_t n = gcmpi_bench_parse_size(t) / sizeof(float);
         float *in = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float));
         int *counts = malloc((size_t)q * sizeof *counts), *displs = malloc((size_t)q * sizeof *displs);
         if (!n || !in || !out || !counts || !displs) {

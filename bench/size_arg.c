@@ -1,0 +1,21 @@
+/* size_arg.c — size_arg.h. */
+#include "size_arg.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+
+size_t gcmpi_bench_parse_size(const char *s)
+{
+    char *end;
+    double v = strtod(s, &end);
+    size_t mult = 1;
+    switch (toupper((unsigned char)*end)) {
+    case 'K': mult = (size_t)1 << 10, end++; break;
+    case 'M': mult = (size_t)1 << 20, end++; break;
+    case 'G': mult = (size_t)1 << 30, end++; break;
+    default: break;
+    }
+    if (toupper((unsigned char)*end) == 'B' || toupper((unsigned char)*end) == 'I') end++;
+    if (*end || !(v > 0)) return 0;
+    return (size_t)(v * (double)mult);
+}
