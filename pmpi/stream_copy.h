@@ -16,7 +16,8 @@
 #include <stddef.h>
 
 /* Whether bytes written by the ranks of one host (together) are more than
- * its last-level cache holds (sysconf's size; 32 MiB where it says none). */
+ * its last-level cache holds (Linux sysfs's size for CPU 0, else
+ * sysconf's, else 32 MiB). */
 int gcmpi_outgrows_cache(size_t bytes);
 
 /* dst[0..n) = src[0..n), with non-temporal stores where the CPU has them
