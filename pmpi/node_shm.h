@@ -48,7 +48,9 @@ int gcmpi_node_shm_reduce_scatter(gcmpi_node_shm **shm, MPI_Comm node, const flo
 
 /* Every rank ends with every rank's chunk out[displs[i] .. + counts[i]),
  * and with *worst the largest of the ranks' my_rc (so an error of one rank
- * reaches its whole node without one more collective). Collective over
+ * reaches its whole node without one more collective). The chunks are
+ * written with streaming stores where the node's outputs together
+ * outgrow the last-level cache (stream_copy.h). Collective over
  * node, after gcmpi_node_shm_reduce_scatter with the same counts. */
 int gcmpi_node_shm_allgather(gcmpi_node_shm **shm, MPI_Comm node, float *out, const int *counts,
                              const int *displs, int my_rc, int *worst);
