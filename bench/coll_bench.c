@@ -38,7 +38,7 @@
  * (payloads all-gathered over all ranks) and hier or auto (node by node). */
 #include "coll_impl.h"
 #include "gcmpi_config.h"
-#include "size_arg.h"
+#include "bench_util.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -216,18 +216,6 @@ static int parse_options(options *o, int argc, char **argv)
 
 /* ---- measuring ------------------------------------------------------------- */
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *t, int n)
-{
-    qsort(t, (size_t)n, sizeof *t, cmp_double);
-    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-}
-
 static double max_over_ranks(double x, MPI_Comm comm)
 {
     double m;
@@ -366,8 +354,8 @@ static void case_close(timed_case *tc, gcmpi_coll_ctx *ctx, const options *o)
         PMPI_Error_string(tc->rc, msg, &len);
         snprintf(res->error, sizeof res->error, "%s", msg);
     } else if (reps > 0) {
-        res->ms = 1e3 * median(tc->t, reps);
-        res->native_ms = 1e3 * median(tc->tn, reps);
+        res->ms = 1e3 * gcmpi_bench_median(tc->t, reps);
+        res->native_ms = 1e3 * gcmpi_bench_median(tc->tn, reps);
         res->enc_ms = 1e3 * max_over_ranks(tc->enc / reps, ctx->comm);
         res->dec_ms = 1e3 * max_over_ranks(tc->dec / reps, ctx->comm);
         res->comm_ms = 1e3 * max_over_ranks(tc->comm / reps, ctx->comm);

@@ -14,7 +14,7 @@
  * exact. */
 #include "node_shm.h"
 #include "coll_impl.h"
-#include "size_arg.h"
+#include "bench_util.h"
 
 #include <mpi.h>
 #include <stdio.h>
@@ -23,18 +23,6 @@
 
 #define MAX_REPS 101
 #define MAX_PARTS 8
-
-static int by_value(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *t, int n)
-{
-    qsort(t, (size_t)n, sizeof *t, by_value);
-    return t[n / 2];
-}
 
 /* The slowest rank's seconds, over every node. */
 static double slowest(double mine)
@@ -168,8 +156,8 @@ int main(int argc, char **argv)
         MPI_Allreduce(&bad, &all_bad, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
         all_exact &= all_bad == 0;
         for (int k = 0; k < n_parts; k++) {
-            const double m_rs = median(rs[k], reps), m0 = median(ag[k][0], reps),
-                         m1 = median(ag[k][1], reps);
+            const double m_rs = gcmpi_bench_median(rs[k], reps), m0 = gcmpi_bench_median(ag[k][0], reps),
+                         m1 = gcmpi_bench_median(ag[k][1], reps);
             if (world_rank == 0)
                 printf("%10zu %10zu %10.2f %12.2f %12.2f %7.2fx %6s\n", n * sizeof(float),
                        parts[k], m_rs * 1e3, m0 * 1e3, m1 * 1e3, m0 / m1, all_bad ? "NO" : "yes");

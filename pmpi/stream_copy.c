@@ -16,6 +16,19 @@
  * server so that streaming is the exception. */
 #define DEFAULT_CACHE_BYTES ((size_t)32 << 20)
 
+/* The first word of CPU 0's sysfs cache entry index<i>/<what> into word
+ * (size 32); 0 where there is none. */
+static int cache_fact(int i, const char *what, char word[32])
+{
+    char path[96];
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/%s", i, what);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    const int got = fscanf(f, "%31s", word) == 1;
+    fclose(f);
+    return got;
+}
+
 /* The largest data or unified cache of CPU 0 as Linux's sysfs describes
  * it ("32768K"), 0 where it says nothing. Asked before sysconf: glibc's
  * _SC_LEVEL3_CACHE_SIZE said 320 MiB on this 2-core VM (every L3 of the
@@ -23,32 +36,17 @@
 static size_t sysfs_last_level(void)
 {
     size_t best = 0;
-    int best_level = 0;
-    for (int i = 0; i < 8; i++) {
-        char path[96], type[32] = "", size[32] = "";
-        int level = 0;
-        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
-        FILE *f = fopen(path, "r");
-        if (!f) break;
-        if (fscanf(f, "%d", &level) != 1) level = 0;
-        fclose(f);
-        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
-        if ((f = fopen(path, "r"))) {
-            if (fscanf(f, "%31s", type) != 1) type[0] = '\0';
-            fclose(f);
-        }
-        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
-        if ((f = fopen(path, "r"))) {
-            if (fscanf(f, "%31s", size) != 1) size[0] = '\0';
-            fclose(f);
-        }
-        if (strcmp(type, "Instruction") == 0 || level < best_level) continue;
+    long best_level = 0;
+    char level[32], type[32], size[32];
+    for (int i = 0; i < 8 && cache_fact(i, "level", level); i++) {
+        if (!cache_fact(i, "type", type) || strcmp(type, "Instruction") == 0) continue;
+        if (!cache_fact(i, "size", size) || strtol(level, NULL, 10) < best_level) continue;
         char *end;
         const unsigned long long v = strtoull(size, &end, 10);
         const size_t bytes = *end == 'K' ? (size_t)v << 10 : *end == 'M' ? (size_t)v << 20 : (size_t)v;
         if (bytes) {
             best = bytes;
-            best_level = level;
+            best_level = strtol(level, NULL, 10);
         }
     }
     return best;
