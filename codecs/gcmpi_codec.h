@@ -144,6 +144,15 @@ GC_API size_t gc_encode(const gc_codec *c, const float *g, float *residual,
                         size_t n, const gc_params *p, uint64_t seed,
                         void *dst, size_t cap, gc_workspace *ws);
 
+/* gc_encode for a g the caller has already found finite (gc_all_finite):
+ * the same payload and residual, without gc_encode's own pass over g. For
+ * a caller that checks a whole input once and then encodes it or parts of
+ * it (the shim does; the pass was a fifth of topk's encode). A g holding
+ * inf or NaN gives an unspecified payload and residual. */
+GC_API size_t gc_encode_finite(const gc_codec *c, const float *g, float *residual,
+                               size_t n, const gc_params *p, uint64_t seed,
+                               void *dst, size_t cap, gc_workspace *ws);
+
 /* 1 when every x[i] is finite (no inf, no NaN), else 0. One pass. */
 GC_API int gc_all_finite(const float *x, size_t n);
 

@@ -171,9 +171,10 @@ static size_t decode_nonfinite(const uint8_t *body, size_t blen, float *acc, siz
     return 0;
 }
 
-size_t gc_encode(const gc_codec *c, const float *g, float *residual, size_t n,
-                 const gc_params *p, uint64_t seed, void *dst, size_t cap,
-                 gc_workspace *ws)
+/* gc_encode, with its pass over g for inf and NaN (scan) or without. */
+static size_t encode_payload(const gc_codec *c, const float *g, float *residual, size_t n,
+                             const gc_params *p, uint64_t seed, void *dst, size_t cap,
+                             gc_workspace *ws, int scan)
 {
     if (!c) return GC_ERROR(UNKNOWN_CODEC);
     if (gc_is_error(gc_params_check(c, p, NULL, 0))) return GC_ERROR(PARAM);
@@ -193,7 +194,7 @@ size_t gc_encode(const gc_codec *c, const float *g, float *residual, size_t n,
     size_t body;
     size_t r;
 
-    if (!gc_all_finite(g, n)) {
+    if (scan && !gc_all_finite(g, n)) {
         /* The residual is not touched: this step carries no usable values. */
         body = encode_nonfinite(g, n, d + GC_HEADER_SIZE, cap - GC_HEADER_SIZE);
         if (gc_is_error(body)) { r = body; goto out; }
@@ -239,6 +240,20 @@ size_t gc_encode(const gc_codec *c, const float *g, float *residual, size_t n,
 out:
     gc_workspace_free(own);
     return r;
+}
+
+size_t gc_encode(const gc_codec *c, const float *g, float *residual, size_t n,
+                 const gc_params *p, uint64_t seed, void *dst, size_t cap,
+                 gc_workspace *ws)
+{
+    return encode_payload(c, g, residual, n, p, seed, dst, cap, ws, 1);
+}
+
+size_t gc_encode_finite(const gc_codec *c, const float *g, float *residual, size_t n,
+                        const gc_params *p, uint64_t seed, void *dst, size_t cap,
+                        gc_workspace *ws)
+{
+    return encode_payload(c, g, residual, n, p, seed, dst, cap, ws, 0);
 }
 
 /* Validate the header against (c, n) and return the body, decompressed into

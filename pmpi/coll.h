@@ -284,6 +284,11 @@ typedef struct gcmpi_coll_ctx {
                                   device path times the whole call for
                                   auto's trial (staging included), so the
                                   host algorithm it may run inside does not */
+    /* The floats gcmpi_coll_run found finite for the call it runs: an
+     * encode of a part of them skips the codec's own pass over its input
+     * (gc_encode_finite). NULL: none. */
+    const float *finite_in;
+    size_t finite_n;
 } gcmpi_coll_ctx;
 
 /* The algorithm auto picks (or cfg->algo when forced) for this call.

@@ -205,7 +205,16 @@ int gcmpi_coll_run(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in, float 
         ctx->stats->nonfinite_in = 1;
         return gcmpi_coll_dispatch(ctx, algo, in, out, count, gcmpi_ef_without_state(ef, &bare));
     }
-    return gcmpi_coll_dispatch(ctx, algo, in, out, count, ef);
+    /* Found finite: the encoder need not look again (a fifth of topk's
+     * encode). Kept for this dispatch only; an outer run's is restored. */
+    const float *outer_in = ctx->finite_in;
+    const size_t outer_n = ctx->finite_n;
+    ctx->finite_in = in;
+    ctx->finite_n = count;
+    const int rc = gcmpi_coll_dispatch(ctx, algo, in, out, count, ef);
+    ctx->finite_in = outer_in;
+    ctx->finite_n = outer_n;
+    return rc;
 }
 
 int gcmpi_coll_dispatch(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in, float *out,

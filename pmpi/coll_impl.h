@@ -15,6 +15,7 @@
 #include "coll.h"
 
 #include <limits.h>
+#include <stdint.h>
 #include <string.h>
 
 /* Slots of gcmpi_scratch the algorithms use; slots from
@@ -309,9 +310,18 @@ static inline void gcmpi_coll_note_encode(gcmpi_coll_ctx *ctx)
     }
 }
 
+/* 1 when g[0..n) lies inside what gcmpi_coll_run found finite. */
+static inline int gcmpi_coll_known_finite(const gcmpi_coll_ctx *ctx, const float *g, size_t n)
+{
+    if (!ctx->finite_in) return 0;
+    const uintptr_t lo = (uintptr_t)ctx->finite_in, at = (uintptr_t)g;
+    return at >= lo && (at - lo) / sizeof(float) + n <= ctx->finite_n;
+}
+
 /* Encode g[0..n) with this rank's error feedback into dst[0..cap): v = g + r
  * (r may be NULL), or the momentum-corrected v when u is given and momentum
- * is on. Returns payload bytes or a gc error. */
+ * is on. Returns payload bytes or a gc error. A g the call's check found
+ * finite is not scanned again. */
 static inline size_t gcmpi_coll_encode(gcmpi_coll_ctx *ctx, const float *g, float *r,
                                        float *u, size_t n, uint64_t seed, void *dst,
                                        size_t cap)
@@ -321,6 +331,8 @@ static inline size_t gcmpi_coll_encode(gcmpi_coll_ctx *ctx, const float *g, floa
     if (r && u && gcmpi_coll_momentum_on(cfg))
         len = gc_encode_momentum(cfg->codec, g, u, r, n, gcmpi_coll_momentum(cfg), &cfg->params,
                                  seed, dst, cap, ctx->ws);
+    else if (gcmpi_coll_known_finite(ctx, g, n))
+        len = gc_encode_finite(cfg->codec, g, r, n, &cfg->params, seed, dst, cap, ctx->ws);
     else
         len = gc_encode(cfg->codec, g, r, n, &cfg->params, seed, dst, cap, ctx->ws);
     if (!gc_is_error(len)) gcmpi_coll_note_encode(ctx);

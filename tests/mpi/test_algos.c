@@ -10,6 +10,7 @@
 #include "codec_impl.h" /* gc_codec_none's descriptor, for a codec that fails on purpose */
 #include "node_shm.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -2128,6 +2129,38 @@ static void test_nonfinite_inputs_behave_like_mpi_sum(harness *h)
     free(g), free(out);
 }
 
+/* Finite inputs whose sum overflows: rsag's reduced chunk holds +inf
+ * though every input passed the call's check, so its re-encode must scan
+ * it again (only the input's parts may skip the scan). The result is +inf
+ * there on every rank, as MPI_SUM's, the rest finite, and the owner's
+ * server residual finite. */
+static void test_rsag_reencode_sees_a_sum_overflow(harness *h)
+{
+    const int p = h->ctx.size;
+    if (p < 2) return;
+    const size_t n = 20000, at = 9000;
+    float *g = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float));
+    use_codec(h, "int8");
+    ef_buf ef;
+    ef_alloc_momentum(&ef, h, GCMPI_ALGO_RSAG, n);
+    fill_laplace(g, n, h->ctx.rank);
+    g[at] = 0.75f * FLT_MAX;
+    int rc = allreduce(h, GCMPI_ALGO_RSAG, g, out, n, &ef.slot);
+    CHECK(rc == MPI_SUCCESS, "rc %d", rc);
+    CHECK(out[at] == INFINITY, "out[at] = %g, MPI_SUM gives +inf", (double)out[at]);
+    size_t finite_far = 0, far = 0;
+    for (size_t i = 0; i < n; i++)
+        if (i + 4096 < at || i > at + 4096) far++, finite_far += isfinite(out[i]) != 0;
+    CHECK(finite_far == far, "%zu of %zu far elements not finite", far - finite_far, far);
+    size_t server = 0, state = 0;
+    gcmpi_coll_slot_sizes(&h->cfg, GCMPI_ALGO_RSAG, n, p, &server, &state);
+    CHECK(gc_all_finite(ef.slot.residual, n), "residual not finite");
+    CHECK(!ef.slot.server || gc_all_finite(ef.slot.server, server), "server residual not finite");
+    CHECK(same_on_all_ranks(h, out, n), "ranks differ");
+    free(ef.slot.residual), free(ef.slot.server), free(ef.slot.state);
+    free(g), free(out);
+}
+
 /* hier between nodes (nodes of 2: uneven on 3 ranks, a node a rank on 2)
  * with and without GCMPI_MOMENTUM: one rank's NaN and another's +inf
  * reach the result where MPI_SUM puts them, on every rank, though only
@@ -2261,6 +2294,7 @@ int main(int argc, char **argv)
         T(test_momentum_of_a_rank_that_lost_its_state_comes_from_one_that_kept_it),
         T(test_nonfinite_inputs_behave_like_mpi_sum),
         T(test_hier_nonfinite_inputs_behave_like_mpi_sum),
+        T(test_rsag_reencode_sees_a_sum_overflow),
         T(test_hier_node_split_follows_node_size),
         T(test_hier_none_sums_exactly_for_every_node_size),
         T(test_hier_window_fits_the_room_or_goes),
