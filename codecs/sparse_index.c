@@ -4,17 +4,36 @@
  *
  * Selection never sorts: gc_mag_key(x) orders floats by |x|, so the k-th
  * largest magnitude is found digit by digit (11, 10, 10 bits from the top).
- * The first digit's histogram comes from the pass that forms v = g + r; one
- * more pass collects the elements at or above that digit's bin, usually
- * about k of them; the last two digits and the tie count are resolved on
- * that short candidate list, which a final filter turns into the answer. */
+ *
+ * Large vectors take one pass: a strided sample of v = g + r gives a key t
+ * that about 1.5 k elements reach, and the pass that forms v collects the
+ * elements at or above t. When at least k came (and not too many), the
+ * k-th largest is among them, and all three digits and the tie count are
+ * resolved on that short list. Otherwise (a sample that missed, ties by
+ * the thousand) v's first-digit histogram is taken and the two-pass path
+ * below runs: the same answer, later.
+ *
+ * The two-pass path: the first digit's histogram comes from the pass that
+ * forms v; one more pass collects the elements at or above that digit's
+ * bin, usually about k of them; the last two digits and the tie count are
+ * resolved on that short candidate list, which a final filter turns into
+ * the answer. */
 #include "sparse_index.h"
 
 #include "bitstream.h"
 
+#include <math.h>
+
 /* Elements per block of the fused add + histogram pass: small enough that
  * the block is still in L1 when the histogram loop reads it back. */
 #define ACC_CHUNK 4096u  /* a multiple of 8 */
+
+/* The one-pass path: vectors of at least SAMPLE_MIN_N elements, keeping at
+ * most 1/SAMPLE_MAX_SHARE of them, from a sample of n / 256 elements (at
+ * most SAMPLE_MAX: touching every sixteenth cache line costs little). */
+#define SAMPLE_MIN_N     65536u
+#define SAMPLE_MAX_SHARE 16u
+#define SAMPLE_MAX       4096u
 
 static const unsigned level_shift[3] = {20, 10, 0};
 static const unsigned level_bits[3] = {11, 10, 10};
@@ -107,30 +126,41 @@ static size_t keep_above(const uint32_t *key, uint32_t *cand, size_t m, uint32_t
     return out;
 }
 
-/* The indices with key >= lo, ascending, and their keys (so the digits
- * that follow are resolved on a short contiguous list, not by gathers
- * from v). A vectorised loop flags a chunk (keys fit in 31 bits, so a
- * signed compare is exact), then the flags are read eight at a time: the
- * few selected elements cost a branch each. */
+/* Appends to out[m..], ascending, the indices base + i of x[0..len)
+ * (len <= ACC_CHUNK) with key >= lo, and their keys to out_key (so the
+ * digits that follow are resolved on a short contiguous list, not by
+ * gathers from v). Returns the new count, or cap + 1 once more than cap
+ * would be held. A vectorised loop flags the chunk (keys fit in 31 bits,
+ * so a signed compare is exact), then the flags are read eight at a time:
+ * the few selected elements cost a branch each. */
+static size_t collect_chunk(const float *restrict x, size_t len, size_t base, uint32_t lo,
+                            uint32_t *restrict out, uint32_t *restrict out_key, size_t m,
+                            size_t cap)
+{
+    uint8_t flag[ACC_CHUNK + 8];
+    for (size_t i = 0; i < len; i++) flag[i] = (int32_t)gc_mag_key(x[i]) >= (int32_t)lo;
+    memset(flag + len, 0, (8 - len % 8) % 8);
+    for (size_t i = 0; i < len; i += 8) {
+        uint64_t w;
+        memcpy(&w, flag + i, 8);
+        for (; w; w &= w - 1) {
+            if (m == cap) return cap + 1;
+            size_t at = i + (size_t)__builtin_ctzll(w) / 8;
+            out[m] = (uint32_t)(base + at);
+            out_key[m++] = gc_mag_key(x[at]);
+        }
+    }
+    return m;
+}
+
+/* Every index of v with key >= lo (m of them, room made by the caller). */
 static size_t collect_at_least(const float *restrict v, size_t n, uint32_t lo,
                                uint32_t *restrict out, uint32_t *restrict out_key)
 {
-    uint8_t flag[ACC_CHUNK];
     size_t m = 0;
     for (size_t base = 0; base < n; base += ACC_CHUNK) {
         size_t len = n - base < ACC_CHUNK ? n - base : ACC_CHUNK;
-        const float *restrict x = v + base;
-        for (size_t i = 0; i < len; i++) flag[i] = (int32_t)gc_mag_key(x[i]) >= (int32_t)lo;
-        memset(flag + len, 0, (8 - len % 8) % 8);
-        for (size_t i = 0; i < len; i += 8) {
-            uint64_t w;
-            memcpy(&w, flag + i, 8);
-            for (; w; w &= w - 1) {
-                size_t at = i + (size_t)__builtin_ctzll(w) / 8;
-                out[m] = (uint32_t)(base + at);
-                out_key[m++] = gc_mag_key(x[at]);
-            }
-        }
+        m = collect_chunk(v + base, len, base, lo, out, out_key, m, SIZE_MAX - 1);
     }
     return m;
 }
@@ -165,6 +195,16 @@ size_t gc_sparse_topk(const float *v, size_t n, size_t k,
     return k;
 }
 
+/* Keeps, in place and in order, the k of the m candidates (keys key) with
+ * the largest keys, the lowest indices among equal ones (0 < k <= m). */
+static void select_among(const uint32_t *key, uint32_t *cand, size_t m, size_t k)
+{
+    uint32_t prefix = 0;
+    size_t need = k;
+    refine(key, m, 0, &prefix, &need);
+    keep_above(key, cand, m, prefix, need);
+}
+
 size_t gc_sparse_topk_among(const float *v, uint32_t *cand, size_t m, size_t k,
                             gc_workspace *ws)
 {
@@ -172,10 +212,7 @@ size_t gc_sparse_topk_among(const float *v, uint32_t *cand, size_t m, size_t k,
     uint32_t *key = gc_ws_get(ws, GC_WS_C, m * sizeof(uint32_t));
     if (!key) return GC_ERROR(ALLOC);
     for (size_t j = 0; j < m; j++) key[j] = gc_mag_key(v[cand[j]]);
-    uint32_t prefix = 0;
-    size_t need = k;
-    refine(key, m, 0, &prefix, &need);
-    keep_above(key, cand, m, prefix, need);
+    select_among(key, cand, m, k);
     return k;
 }
 
@@ -414,10 +451,66 @@ size_t gc_sparse_index_decode(const uint8_t *src, size_t n, uint32_t *idx)
                                       : apply_delta(ix, k, NULL, NULL, idx, n, OP_LIST);
 }
 
+/* The one-pass path's threshold: the key of the want-th largest of a
+ * strided sample of v = g + r, want chosen so that about 1.5 k elements
+ * (for k/n = 1 %; more where k is small) reach it and fewer than k do
+ * only some four standard deviations of the sample's count away.
+ * *expect is the count to expect. 0: the path does not apply. */
+static uint32_t sampled_threshold(const float *g, const float *r, size_t n, size_t k,
+                                  size_t *expect)
+{
+    if (n < SAMPLE_MIN_N || n > UINT32_MAX || k == 0 || k > n / SAMPLE_MAX_SHARE) return 0;
+    uint32_t key[SAMPLE_MAX];
+    const size_t s = n / 256 < SAMPLE_MAX ? n / 256 : SAMPLE_MAX, stride = n / s;
+    for (size_t j = 0, i = stride / 2; j < s; j++, i += stride)
+        key[j] = gc_mag_key(r ? g[i] + r[i] : g[i]);
+    const double hits = (double)s * (double)k / (double)n;
+    const size_t want = (size_t)ceil(hits + 4.0 * sqrt(hits) + 8.0);
+    if (want >= s) return 0;
+    *expect = want * stride;
+    return gc_sparse_kth_largest(key, s, want);
+}
+
+/* v = g (+ r, stored into r), collecting the elements with key >= t as
+ * they are formed, while at most cap have come (cap + 1: more did). */
+static size_t accumulate_collect(const float *g, float *r, size_t n, uint32_t t,
+                                 uint32_t *cand, uint32_t *key, size_t cap)
+{
+    size_t m = 0;
+    for (size_t base = 0; base < n; base += ACC_CHUNK) {
+        size_t len = n - base < ACC_CHUNK ? n - base : ACC_CHUNK;
+        const float *x = g + base;
+        if (r) {
+            add_into(r + base, g + base, len);
+            x = r + base;
+        }
+        if (m <= cap) m = collect_chunk(x, len, base, t, cand, key, m, cap);
+    }
+    return m;
+}
+
 size_t gc_sparse_accumulate_topk(const float *g, float *r, size_t n, size_t k,
                                  gc_workspace *ws, const float **v, uint32_t **idx)
 {
     uint32_t hist[GC_SPARSE_HIST_BINS];
+    size_t expect = 0;
+    const uint32_t t = sampled_threshold(g, r, n, k, &expect);
+    if (expect) {
+        /* Room for twice the expected count: past it the sample missed. */
+        const size_t cap = 2 * expect + ACC_CHUNK;
+        uint32_t *cand = gc_ws_get(ws, GC_WS_A, cap * sizeof(uint32_t));
+        uint32_t *key = gc_ws_get(ws, GC_WS_C, cap * sizeof(uint32_t));
+        if (!cand || !key) return GC_ERROR(ALLOC);
+        const size_t m = accumulate_collect(g, r, n, t, cand, key, cap);
+        *v = r ? r : g;
+        if (m >= k && m <= cap) {
+            select_among(key, cand, m, k);
+            *idx = cand;
+            return k;
+        }
+        gc_sparse_accumulate(*v, NULL, n, hist);
+        return gc_sparse_topk(*v, n, k, hist, ws, idx);
+    }
     *v = gc_sparse_accumulate(g, r, n, hist);
     return gc_sparse_topk(*v, n, k, hist, ws, idx);
 }

@@ -218,6 +218,43 @@ Test(topk, ties_among_few_magnitudes_match_the_reference)
     free(g);
 }
 
+/* Vectors of 64 Ki elements and more, keeping at most 1/16, are selected
+ * in one pass from a threshold a strided sample sets (sparse_index.c);
+ * where the sample misleads, the two-pass path takes over. Each way gives
+ * the exact top k of v = g + r and leaves v less what was sent. The
+ * sample reads every 256th element from the 128th (n = 2^18): spikes there
+ * set the threshold so high that fewer than k reach it, zeros there so
+ * low that nearly every element does. */
+Test(topk, one_pass_selection_is_exact_whatever_the_sample_saw)
+{
+    const size_t n = 1u << 18;
+    const double ratios[] = {0.001, 0.01, 0.05, 0.2};
+    gc_workspace *ws = gc_workspace_create();
+    for (int shape = 0; shape < 3; shape++)
+        for (size_t q = 0; q < 4; q++) {
+            float *g = test_alloc(n), *r = test_alloc(n), *v = test_alloc(n);
+            fill_laplace(g, n, 1.0, 31 + shape);
+            fill_laplace(r, n, 0.25, 41 + shape);
+            for (size_t i = 128; i < n; i += 256) {
+                if (shape == 1) g[i] = 1000.0f + (float)i, r[i] = 0.0f;
+                if (shape == 2) g[i] = r[i] = 0.0f;
+            }
+            for (size_t i = 0; i < n; i++) v[i] = g[i] + r[i];
+            const size_t k = expected_k(n, ratios[q]);
+            gc_params p = params(ratios[q]);
+            payload pl = encode("topk", &p, g, r, n, 0, ws);
+            cr_assert_eq(gc_workspace_report(ws)->kept, k);
+            float *out = decode(pl, n);
+            uint8_t *mask = reference_topk(v, n, k);
+            assert_sparsified(out, v, mask, n);
+            for (size_t i = 0; i < n; i++)
+                cr_assert(r[i] == (mask[i] ? 0.0f : v[i]), "shape %d ratio %g: residual %zu",
+                          shape, ratios[q], i);
+            free(mask); free(out); free(pl.buf); free(g); free(r); free(v);
+        }
+    gc_workspace_free(ws);
+}
+
 Test(topk, extremes_and_zeros_are_ordered_by_magnitude)
 {
     /* (inf and NaN: test_nonfinite.c, a flagged payload) */
