@@ -54,7 +54,8 @@ GC_INTERNAL size_t gc_sparse_topk(const float *v, size_t n, size_t k,
 
 /* The first steps of topk, topkq and exact dgc: v = g (+ r, fused into r)
  * and the exact k largest |v[i]| as ascending indices (*idx, as
- * gc_sparse_topk). Returns min(k, n) or GC_ERROR(ALLOC). */
+ * gc_sparse_topk; slot GC_WS_B is scratch too). Returns min(k, n) or
+ * GC_ERROR(ALLOC). */
 GC_INTERNAL size_t gc_sparse_accumulate_topk(const float *g, float *r, size_t n, size_t k,
                                              gc_workspace *ws, const float **v, uint32_t **idx);
 

@@ -222,7 +222,7 @@ Test(topk, ties_among_few_magnitudes_match_the_reference)
  * in one pass from a threshold a strided sample sets (sparse_index.c);
  * where the sample misleads, the two-pass path takes over. Each way gives
  * the exact top k of v = g + r and leaves v less what was sent. The
- * sample reads every 256th element from the 128th (n = 2^18): spikes there
+ * sample reads every 64th element from the 32nd (n = 2^18): spikes there
  * set the threshold so high that fewer than k reach it, zeros there so
  * low that nearly every element does. */
 Test(topk, one_pass_selection_is_exact_whatever_the_sample_saw)
@@ -235,7 +235,7 @@ Test(topk, one_pass_selection_is_exact_whatever_the_sample_saw)
             float *g = test_alloc(n), *r = test_alloc(n), *v = test_alloc(n);
             fill_laplace(g, n, 1.0, 31 + shape);
             fill_laplace(r, n, 0.25, 41 + shape);
-            for (size_t i = 128; i < n; i += 256) {
+            for (size_t i = 32; i < n; i += 64) {
                 if (shape == 1) g[i] = 1000.0f + (float)i, r[i] = 0.0f;
                 if (shape == 2) g[i] = r[i] = 0.0f;
             }
