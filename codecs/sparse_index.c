@@ -6,7 +6,7 @@
  * largest magnitude is found digit by digit (11, 10, 10 bits from the top).
  *
  * Large vectors take one pass: a strided sample of v = g + r gives a key t
- * that about 1.5 k elements reach, and the pass that forms v collects the
+ * that about 1.3 k elements reach, and the pass that forms v collects the
  * elements at or above t. When at least k came (and not too many), the
  * k-th largest is among them, and all three digits and the tie count are
  * resolved on that short list. Otherwise (a sample that missed, ties by
@@ -24,8 +24,9 @@
 
 #include <math.h>
 
-/* Elements per block of the fused add + histogram pass: small enough that
- * the block is still in L1 when the histogram loop reads it back. */
+/* Elements per block of the fused passes (add + histogram, add + collect):
+ * small enough that the block is still in L1 when the second loop reads it
+ * back. */
 #define ACC_CHUNK 4096u  /* a multiple of 8 */
 
 /* The one-pass path: vectors of at least SAMPLE_MIN_N elements, keeping at

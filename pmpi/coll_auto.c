@@ -145,6 +145,16 @@ static int over_budget(const double *t, int runs)
 
 typedef enum { PRIM_ALLREDUCE, PRIM_ALLGATHER, PRIM_ALLTOALL, PRIM_REDUCE_BCAST } prim;
 
+/* Writes the bytes a timing reads from a. The buffer is calloc'd, and a
+ * page never written reads from the kernel's one zero page, always in
+ * cache: the node window summed 16 MiB of such pages in 8.4 ms that took
+ * 24 ms written (8 ranks as two nodes of 4 on 2 cores), and the model put
+ * hier's 64 MiB call at 0.55x its time. 0x3c bytes: finite floats. */
+static void fill_input(uint8_t *a, size_t bytes)
+{
+    memset(a, 0x3c, bytes);
+}
+
 static int run_prim(prim k, MPI_Comm comm, int p, uint8_t *a, uint8_t *b, size_t bytes)
 {
     const int floats = (int)(bytes / sizeof(float));
@@ -171,16 +181,6 @@ static int run_prim(prim k, MPI_Comm comm, int p, uint8_t *a, uint8_t *b, size_t
  * third, no more once the runs took POINT_BUDGET_S (every rank sees the
  * same times, so all stop together). The same figure on every rank of
  * comm. */
-/* Writes the bytes a timing reads from a. The buffer is calloc'd, and a
- * page never written reads from the kernel's one zero page, always in
- * cache: the node window summed 16 MiB of such pages in 8.4 ms that took
- * 24 ms written (8 ranks as two nodes of 4 on 2 cores), and the model put
- * hier's 64 MiB call at 0.55x its time. 0x3c bytes: finite floats. */
-static void fill_input(uint8_t *a, size_t bytes)
-{
-    memset(a, 0x3c, bytes);
-}
-
 static double time_prim_n(prim k, MPI_Comm comm, uint8_t *a, uint8_t *b, size_t bytes,
                           int repeats)
 {
