@@ -196,7 +196,8 @@ int gcmpi_coll_run(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in, float 
      * whole input as well cost 8 ranks on the emulated 2 x 4 cluster 50 ms
      * of a 214 ms topk call of 64 MiB. */
     if (algo == GCMPI_ALGO_HIER) return gcmpi_coll_dispatch(ctx, algo, in, out, count, ef);
-    if (!gc_all_finite(in, count)) {
+    /* hier's column: its node's window checked the sum while making it. */
+    if (!gcmpi_coll_known_finite(ctx, in, count) && !gc_all_finite(in, count)) {
         /* An overflow step (inf or NaN in this rank's gradient, or in a
          * node's sum under hier): sent as it is (a flagged payload; native
          * paths mark its blocks), so the sum is non-finite where MPI_SUM's

@@ -273,8 +273,10 @@ static int hier_scatter(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, const gcmpi_hier_ve
     int shm = n->shm_possible && ctx->cfg->node_shm;
     double t0 = PMPI_Wtime();
     int rc = MPI_SUCCESS;
+    int sum_finite = 0; /* the window's sum found free of inf and NaN */
     if (shm) {
-        rc = gcmpi_node_shm_reduce_scatter(&n->shm, n->node, hin, hout, counts, displs);
+        rc = gcmpi_node_shm_reduce_scatter(&n->shm, n->node, hin, hout, counts, displs,
+                                           &sum_finite);
         if (rc == GCMPI_NODE_SHM_NO_ROOM) shm = gcmpi_hier_window_gone(n);
     }
     if (!shm && hin == hout) {
@@ -298,6 +300,10 @@ static int hier_scatter(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, const gcmpi_hier_ve
         column.rank = n->node_index;
         column.size = n->n_nodes;
         column.cache = NULL;
+        /* Host vectors whose sum the window found finite: the column's
+         * check need not read them again. */
+        column.finite_in = shm && sum_finite && !ops->stage ? out + lo : NULL;
+        column.finite_n = column.finite_in ? len : 0;
         gcmpi_ef_slot part = {0};
         if (ef) {
             part = *ef;

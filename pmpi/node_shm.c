@@ -271,10 +271,14 @@ static size_t largest(const int *counts, int q)
 }
 
 /* out = sum over ranks of src[r], in rank order, a cache-sized block at a
- * time so out stays in cache while every rank's piece is added. */
-static void sum_parts(float *out, const gcmpi_node_shm *s, size_t at, size_t n)
+ * time so out stays in cache while every rank's piece is added. Returns
+ * the largest bits of |out[k]| (inf and NaN are at or above +inf's), taken
+ * from the block while it is in cache: a pass of its own over the sum
+ * cost hier's column a read of its whole chunk. */
+static uint32_t sum_parts(float *out, const gcmpi_node_shm *s, size_t at, size_t n)
 {
     enum { BLOCK = 2048 };
+    uint32_t top = 0;
     for (size_t b = 0; b < n; b += BLOCK) {
         const size_t m = n - b < BLOCK ? n - b : BLOCK;
         memcpy(out + b, floats_of(s, 0) + at + b, m * sizeof(float));
@@ -282,13 +286,23 @@ static void sum_parts(float *out, const gcmpi_node_shm *s, size_t at, size_t n)
             const float *src = floats_of(s, r) + at + b;
             for (size_t k = 0; k < m; k++) out[b + k] += src[k];
         }
+        for (size_t k = 0; k < m; k++) {
+            uint32_t bits;
+            memcpy(&bits, &out[b + k], sizeof bits);
+            bits &= 0x7FFFFFFFu;
+            top = bits > top ? bits : top;
+        }
     }
+    return top;
 }
 
 int gcmpi_node_shm_reduce_scatter(gcmpi_node_shm **shm, MPI_Comm node, const float *in,
-                                  float *out, const int *counts, const int *displs)
+                                  float *out, const int *counts, const int *displs,
+                                  int *finite)
 {
     int q, me;
+    uint32_t top = 0;
+    if (finite) *finite = 0;
     PMPI_Comm_size(node, &q);
     PMPI_Comm_rank(node, &me);
     const size_t longest = largest(counts, q);
@@ -299,7 +313,10 @@ int gcmpi_node_shm_reduce_scatter(gcmpi_node_shm **shm, MPI_Comm node, const flo
     size_t piece = want / (size_t)q;
     if (piece < longest && piece * (size_t)q < want) piece++;
     if (piece > longest) piece = longest;
-    if (piece == 0) return MPI_SUCCESS; /* nothing to sum anywhere */
+    if (piece == 0) { /* nothing to sum anywhere */
+        if (finite) *finite = 1;
+        return MPI_SUCCESS;
+    }
     const size_t least = piece * (size_t)q < LEAST_PART_FLOATS ? piece * (size_t)q
                                                                 : LEAST_PART_FLOATS;
     int rc = window_of(shm, node, piece * (size_t)q, least);
@@ -319,10 +336,14 @@ int gcmpi_node_shm_reduce_scatter(gcmpi_node_shm **shm, MPI_Comm node, const flo
         }
         rc = fence(s, node);
         const size_t m = clamp_piece(counts[me], from, piece);
-        if (rc == MPI_SUCCESS && m) sum_parts(out + displs[me] + from, s, (size_t)me * piece, m);
+        if (rc == MPI_SUCCESS && m) {
+            const uint32_t t = sum_parts(out + displs[me] + from, s, (size_t)me * piece, m);
+            top = t > top ? t : top;
+        }
         /* Nobody writes the next round over a part still being read. */
         if (rc == MPI_SUCCESS) rc = fence(s, node);
     }
+    if (finite && rc == MPI_SUCCESS) *finite = top < 0x7F800000u;
     return rc;
 }
 

@@ -42,9 +42,12 @@ int gcmpi_node_shm_possible(MPI_Comm node, int *possible);
  * sum of that range of every rank's in, summed in local rank order
  * (in == out allowed). The window (*shm, created or grown here; collective
  * over node with the same counts on every rank) is kept for the next
- * call. Returns an MPI error code, or GCMPI_NODE_SHM_NO_ROOM. */
+ * call. finite (may be NULL) is set to 1 when this rank's sum holds no inf
+ * or NaN, found while summing (so an encoder of the sum need not scan it
+ * again), else 0. Returns an MPI error code, or GCMPI_NODE_SHM_NO_ROOM. */
 int gcmpi_node_shm_reduce_scatter(gcmpi_node_shm **shm, MPI_Comm node, const float *in,
-                                  float *out, const int *counts, const int *displs);
+                                  float *out, const int *counts, const int *displs,
+                                  int *finite);
 
 /* Every rank ends with every rank's chunk out[displs[i] .. + counts[i]),
  * and with *worst the largest of the ranks' my_rc (so an error of one rank
