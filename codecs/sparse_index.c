@@ -64,6 +64,14 @@ static void histogram_chunk(const float *restrict x, size_t m,
     for (; i < m; i++) h[0][gc_mag_key(x[i]) >> GC_SPARSE_HIST_SHIFT]++;
 }
 
+/* v's block [base, base + len): g's, or g + r stored into r. */
+static const float *form_block(const float *g, float *r, size_t base, size_t len)
+{
+    if (!r) return g + base;
+    add_into(r + base, g + base, len);
+    return r + base;
+}
+
 const float *gc_sparse_accumulate(const float *g, float *r, size_t n,
                                   uint32_t hist[GC_SPARSE_HIST_BINS])
 {
@@ -71,12 +79,7 @@ const float *gc_sparse_accumulate(const float *g, float *r, size_t n,
     memset(h, 0, sizeof h);
     for (size_t base = 0; base < n; base += ACC_CHUNK) {
         size_t m = n - base < ACC_CHUNK ? n - base : ACC_CHUNK;
-        const float *x = g + base;
-        if (r) {
-            add_into(r + base, g + base, m);
-            x = r + base;
-        }
-        histogram_chunk(x, m, h);
+        histogram_chunk(form_block(g, r, base, m), m, h);
     }
     for (unsigned b = 0; b < GC_SPARSE_HIST_BINS; b++)
         hist[b] = h[0][b] + h[1][b] + h[2][b] + h[3][b];
@@ -487,11 +490,7 @@ static size_t accumulate_collect(const float *g, float *r, size_t n, uint32_t t,
     size_t m = 0;
     for (size_t base = 0; base < n; base += ACC_CHUNK) {
         size_t len = n - base < ACC_CHUNK ? n - base : ACC_CHUNK;
-        const float *x = g + base;
-        if (r) {
-            add_into(r + base, g + base, len);
-            x = r + base;
-        }
+        const float *x = form_block(g, r, base, len);
         if (m <= cap) m = collect_chunk(x, len, base, t, cand, key, m, cap);
     }
     return m;
