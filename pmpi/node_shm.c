@@ -13,6 +13,7 @@
  * MPI_Win_sync, a barrier of the node, MPI_Win_sync between writing a
  * part and reading it. Every rank writes only its own part. */
 #include "node_shm.h"
+#include "gcmpi_codec.h"
 #include "stream_copy.h"
 
 #include <errno.h>
@@ -271,14 +272,13 @@ static size_t largest(const int *counts, int q)
 }
 
 /* out = sum over ranks of src[r], in rank order, a cache-sized block at a
- * time so out stays in cache while every rank's piece is added. Returns
- * the largest bits of |out[k]| (inf and NaN are at or above +inf's), taken
- * from the block while it is in cache: a pass of its own over the sum
- * cost hier's column a read of its whole chunk. */
-static uint32_t sum_parts(float *out, const gcmpi_node_shm *s, size_t at, size_t n)
+ * time so out stays in cache while every rank's piece is added. Returns 1
+ * when the sum holds no inf or NaN, checked block by block while in cache:
+ * a pass of its own over the sum cost hier's column a read of its chunk. */
+static int sum_parts(float *out, const gcmpi_node_shm *s, size_t at, size_t n)
 {
     enum { BLOCK = 2048 };
-    uint32_t top = 0;
+    int finite = 1;
     for (size_t b = 0; b < n; b += BLOCK) {
         const size_t m = n - b < BLOCK ? n - b : BLOCK;
         memcpy(out + b, floats_of(s, 0) + at + b, m * sizeof(float));
@@ -286,22 +286,16 @@ static uint32_t sum_parts(float *out, const gcmpi_node_shm *s, size_t at, size_t
             const float *src = floats_of(s, r) + at + b;
             for (size_t k = 0; k < m; k++) out[b + k] += src[k];
         }
-        for (size_t k = 0; k < m; k++) {
-            uint32_t bits;
-            memcpy(&bits, &out[b + k], sizeof bits);
-            bits &= 0x7FFFFFFFu;
-            top = bits > top ? bits : top;
-        }
+        finite &= gc_all_finite(out + b, m);
     }
-    return top;
+    return finite;
 }
 
 int gcmpi_node_shm_reduce_scatter(gcmpi_node_shm **shm, MPI_Comm node, const float *in,
                                   float *out, const int *counts, const int *displs,
                                   int *finite)
 {
-    int q, me;
-    uint32_t top = 0;
+    int q, me, all_finite = 1;
     if (finite) *finite = 0;
     PMPI_Comm_size(node, &q);
     PMPI_Comm_rank(node, &me);
@@ -336,14 +330,12 @@ int gcmpi_node_shm_reduce_scatter(gcmpi_node_shm **shm, MPI_Comm node, const flo
         }
         rc = fence(s, node);
         const size_t m = clamp_piece(counts[me], from, piece);
-        if (rc == MPI_SUCCESS && m) {
-            const uint32_t t = sum_parts(out + displs[me] + from, s, (size_t)me * piece, m);
-            top = t > top ? t : top;
-        }
+        if (rc == MPI_SUCCESS && m)
+            all_finite &= sum_parts(out + displs[me] + from, s, (size_t)me * piece, m);
         /* Nobody writes the next round over a part still being read. */
         if (rc == MPI_SUCCESS) rc = fence(s, node);
     }
-    if (finite && rc == MPI_SUCCESS) *finite = top < 0x7F800000u;
+    if (finite && rc == MPI_SUCCESS) *finite = all_finite;
     return rc;
 }
 
