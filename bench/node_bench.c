@@ -159,7 +159,7 @@ int main(int argc, char **argv)
             const double m_rs = gcmpi_bench_median(rs[k], reps), m0 = gcmpi_bench_median(ag[k][0], reps),
                          m1 = gcmpi_bench_median(ag[k][1], reps);
             if (world_rank == 0)
-                printf("%10zu %10zu %10.2f %12.2f %12.2f %7.2fx %6s\n", n * sizeof(float),
+                printf("%10zu %10zu %10.3f %12.3f %12.3f %7.2fx %6s\n", n * sizeof(float),
                        parts[k], m_rs * 1e3, m0 * 1e3, m1 * 1e3, m0 / m1, all_bad ? "NO" : "yes");
         }
         gcmpi_node_shm_set_streaming(-1);
