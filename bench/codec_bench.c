@@ -6,7 +6,8 @@
  *   gcmpi-codec-bench [--codec NAME|all] [--size BYTES] [--input SPEC]
  *                     [--ratio R] [--bits B] [--bucket N] [--rank R]
  *                     [--qsgd-coding fixed|elias]
- *                     [--zstd LEVEL] [--crc] [--ef] [--reps N] [--seed S]
+ *                     [--zstd LEVEL] [--crc] [--ef] [--momentum M] [--reps N]
+ *                     [--seed S]
  *                     [--scale STD] [--json] [--device cpu|cuda]
  *
  * Each rep runs memcpy, encode and decode_add of the whole buffer once, in
@@ -43,6 +44,7 @@ typedef struct options {
     double scale;          /* standard deviation of generated inputs */
     gc_params params;
     bool ef;
+    double momentum;       /* > 0: gc_encode_momentum (implies ef) */
     unsigned reps;
     uint64_t seed;
     bool json;
@@ -67,6 +69,8 @@ static void usage(FILE *out)
         "  --crc              write and check a CRC32C of every payload\n"
         "  --ef               encode with a residual buffer (error feedback; --device\n"
         "                     cuda measures with and without one in every run)\n"
+        "  --momentum M       encode with DGC's momentum correction, gc_encode_momentum\n"
+        "                     (sparse codecs; implies --ef; 0 < M < 1; cpu only)\n"
         "  --reps N           repetitions; figures are the best rep (default 5)\n"
         "  --seed S           input and codec seed (default 1)\n"
         "  --json             one JSON array, one object per codec\n"
@@ -202,6 +206,12 @@ static options parse_args(int argc, char **argv)
             o.reps = (unsigned)r;
         }
         else if (strcmp(name, "--seed") == 0) o.seed = parse_u64(name, val);
+        else if (strcmp(name, "--momentum") == 0) {
+            o.momentum = parse_double(name, val);
+            if (!(o.momentum > 0 && o.momentum < 1))
+                die("--momentum=%s is out of range; expected a number in (0, 1)", val);
+            o.ef = true;
+        }
         else if (strcmp(name, "--device") == 0) {
             if (strcmp(val, "cuda") != 0 && strcmp(val, "cpu") != 0)
                 die("--device=%s is unknown; expected cpu or cuda", val);
@@ -213,6 +223,7 @@ static options parse_args(int argc, char **argv)
             exit(2);
         }
     }
+    if (o.cuda && o.momentum > 0) die("--momentum is measured on the cpu only (--device cpu)");
     return o;
 }
 
@@ -358,6 +369,18 @@ static double rel_l2(const float *ref, const float *got, size_t n)
 
 static double min_d(double a, double b) { return a < b ? a : b; }
 
+/* One encode as the options ask: with momentum correction (u and residual
+ * kept across calls), or plain gc_encode. Either includes its own scan of
+ * g for inf and NaN. */
+static size_t encode_once(const gc_codec *c, const options *o, const float *g, float *residual,
+                          float *u, size_t n, void *dst, size_t cap, gc_workspace *ws)
+{
+    if (o->momentum > 0)
+        return gc_encode_momentum(c, g, u, residual, n, (float)o->momentum, &o->params, o->seed,
+                                  dst, cap, ws);
+    return gc_encode(c, g, residual, n, &o->params, o->seed, dst, cap, ws);
+}
+
 static result bench_codec(const gc_codec *c, const options *o, const float *g, size_t n,
                           float *acc)
 {
@@ -369,12 +392,13 @@ static result bench_codec(const gc_codec *c, const options *o, const float *g, s
     }
     uint8_t *dst = malloc(cap);
     float *residual = o->ef ? calloc(n, sizeof(float)) : NULL;
+    float *u = o->momentum > 0 ? calloc(n, sizeof(float)) : NULL;
     gc_workspace *ws = gc_workspace_create();
-    if (!dst || (o->ef && !residual) || !ws) die("out of memory for %s (payload bound %zu bytes)",
+    if (!dst || (o->ef && !residual) || (o->momentum > 0 && !u) || !ws) die("out of memory for %s (payload bound %zu bytes)",
                                                 gc_codec_name(c), cap);
 
     /* Warm-up: grows the workspace and gives the error with a zero residual. */
-    size_t len = gc_encode(c, g, residual, n, &o->params, o->seed, dst, cap, ws);
+    size_t len = encode_once(c, o, g, residual, u, n, dst, cap, ws);
     if (gc_is_error(len)) {
         snprintf(res.error, sizeof res.error, "encode: %s", gc_error_name(len));
         goto out;
@@ -393,7 +417,7 @@ static result bench_codec(const gc_codec *c, const options *o, const float *g, s
         double t0 = now();
         memcpy(acc, g, n * sizeof(float));
         double t1 = now();
-        len = gc_encode(c, g, residual, n, &o->params, o->seed, dst, cap, ws);
+        len = encode_once(c, o, g, residual, u, n, dst, cap, ws);
         double t2 = now();
         if (gc_is_error(len)) {
             snprintf(res.error, sizeof res.error, "encode (rep %u): %s", rep + 1,
@@ -413,6 +437,7 @@ static result bench_codec(const gc_codec *c, const options *o, const float *g, s
     }
 out:
     gc_workspace_free(ws);
+    free(u);
     free(residual);
     free(dst);
     return res;
@@ -465,10 +490,11 @@ static void print_json(const result *res, size_t count, const options *o, size_t
         json_str(gc_codec_name(r->codec));
         printf(", \"params\": {\"ratio\": %.6g, \"bits\": %u, \"bucket\": %zu, \"rank\": %u, "
                "\"qsgd_coding\": \"%s\", \"zstd_level\": %d, \"crc\": %s, \"ef\": %s, "
-               "\"seed\": %" PRIu64 "}, ",
+               "\"momentum\": %.6g, \"seed\": %" PRIu64 "}, ",
                p->ratio, p->bits, p->bucket, p->rank,
                (p->flags & GC_PF_QSGD_ELIAS) ? "elias" : "fixed", p->zstd_level,
-               (p->flags & GC_PF_CRC) ? "true" : "false", o->ef ? "true" : "false", o->seed);
+               (p->flags & GC_PF_CRC) ? "true" : "false", o->ef ? "true" : "false", o->momentum,
+               o->seed);
         printf("\"input\": {\"kind\": \"%s\", ", input_name(o));
         if (o->input == INPUT_FILE) { printf("\"path\": "); json_str(o->path); printf(", "); }
         else if (o->input == INPUT_GGD)
@@ -514,9 +540,11 @@ static void print_table(const result *res, size_t count, const options *o, size_
         printf("generalized Gaussian shape %g, std %g", o->ggd_shape, o->scale);
     else printf("Laplace, std %g", o->scale);
     printf(", %zu floats (%.1f MiB), seed %" PRIu64 "\n", n, (double)bytes / (1 << 20), o->seed);
-    printf("params: ratio %g, bits %u, bucket %zu, rank %u, zstd %d%s%s%s\n", p->ratio, p->bits,
+    printf("params: ratio %g, bits %u, bucket %zu, rank %u, zstd %d%s%s%s", p->ratio, p->bits,
            p->bucket, p->rank, p->zstd_level, (p->flags & GC_PF_CRC) ? ", crc" : "",
            (p->flags & GC_PF_QSGD_ELIAS) ? ", qsgd elias" : "", o->ef ? ", error feedback" : "");
+    if (o->momentum > 0) printf(", momentum correction %g", o->momentum);
+    printf("\n");
     printf("timing: best of %u reps, single thread; GB/s of input bytes; xmem = / memcpy "
            "of the same buffer\n\n", o->reps);
     printf("%-9s %9s %8s %9s %6s %9s %6s %8s %11s %9s %9s\n", "codec", "ratio", "bits/el",

@@ -245,6 +245,15 @@ GC_API size_t gc_encode_momentum(const gc_codec *c, const float *g, float *u,
                                  const gc_params *p, uint64_t seed, void *dst,
                                  size_t cap, gc_workspace *ws);
 
+/* gc_encode_momentum for a g the caller has already found finite
+ * (gc_all_finite): the same payload, u and v, without the pass over g (the
+ * shim checks a call's input once). A g holding inf or NaN gives an
+ * unspecified payload, u and v. */
+GC_API size_t gc_encode_momentum_finite(const gc_codec *c, const float *g, float *u,
+                                        float *v, size_t n, float momentum,
+                                        const gc_params *p, uint64_t seed, void *dst,
+                                        size_t cap, gc_workspace *ws);
+
 /* Transparent momentum correction (libgcmpi's GCMPI_MOMENTUM), the two
  * steps around a compressed sum for an application whose own optimizer
  * applies momentum beta (m = beta*m + g, dampening 0).

@@ -7,9 +7,27 @@
 GC_INTERNAL size_t gc_payload_zero_sent(const void *src, size_t len, float *x, size_t n,
                                         gc_workspace *ws);
 
-size_t gc_encode_momentum(const gc_codec *c, const float *g, float *u, float *v, size_t n,
-                          float momentum, const gc_params *p, uint64_t seed, void *dst,
-                          size_t cap, gc_workspace *ws)
+/* u = m*u + g in place; 1 when the new u holds no inf or NaN (a finite
+ * g and u can still overflow). The check rides the update's pass, as
+ * gc_all_finite's would its own (integer max over |u|'s bits). */
+static int accumulate_checked(float *restrict u, const float *restrict g, size_t n, float m)
+{
+    uint32_t top = 0;
+    for (size_t i = 0; i < n; i++) {
+        const float x = m * u[i] + g[i];
+        u[i] = x;
+        uint32_t b;
+        memcpy(&b, &x, sizeof b);
+        b &= 0x7FFFFFFFu;
+        top = b > top ? b : top;
+    }
+    return top < 0x7F800000u;
+}
+
+/* gc_encode_momentum's work; g_checked: the caller found g finite. */
+static size_t encode_momentum(const gc_codec *c, const float *g, float *u, float *v, size_t n,
+                              float momentum, const gc_params *p, uint64_t seed, void *dst,
+                              size_t cap, gc_workspace *ws, int g_checked)
 {
     if (!c) return GC_ERROR(UNKNOWN_CODEC);
     if (!(c->flags & GC_SPARSE) || !c->zero_sent) return GC_ERROR(PARAM);
@@ -21,23 +39,38 @@ size_t gc_encode_momentum(const gc_codec *c, const float *g, float *u, float *v,
         if (!ws) return GC_ERROR(ALLOC);
     }
     /* An overflow step: flagged payload, u and v left as they are. */
-    if (!gc_all_finite(g, n)) {
+    if (!g_checked && !gc_all_finite(g, n)) {
         size_t r = gc_encode(c, g, NULL, n, p, seed, dst, cap, ws);
         gc_workspace_free(own);
         return r;
     }
-    float *restrict uu = u;
-    const float *restrict gg = g;
-    for (size_t i = 0; i < n; i++) uu[i] = momentum * uu[i] + gg[i];
     /* The fused error-feedback encode computes v + u, sends its top and
-     * leaves v = (v + u) - D(payload), i.e. zero where sent. */
-    size_t r = gc_encode(c, u, v, n, p, seed, dst, cap, ws);
+     * leaves v = (v + u) - D(payload), i.e. zero where sent. A u found
+     * finite while it was formed is not scanned again; one that overflowed
+     * gets gc_encode's flagged payload, v untouched. */
+    const int u_finite = accumulate_checked(u, g, n, momentum);
+    size_t r = u_finite ? gc_encode_finite(c, u, v, n, p, seed, dst, cap, ws)
+                        : gc_encode(c, u, v, n, p, seed, dst, cap, ws);
     if (!gc_is_error(r)) {
         size_t z = gc_payload_zero_sent(dst, r, u, n, ws);
         if (gc_is_error(z)) r = z;
     }
     gc_workspace_free(own);
     return r;
+}
+
+size_t gc_encode_momentum(const gc_codec *c, const float *g, float *u, float *v, size_t n,
+                          float momentum, const gc_params *p, uint64_t seed, void *dst,
+                          size_t cap, gc_workspace *ws)
+{
+    return encode_momentum(c, g, u, v, n, momentum, p, seed, dst, cap, ws, 0);
+}
+
+size_t gc_encode_momentum_finite(const gc_codec *c, const float *g, float *u, float *v,
+                                 size_t n, float momentum, const gc_params *p, uint64_t seed,
+                                 void *dst, size_t cap, gc_workspace *ws)
+{
+    return encode_momentum(c, g, u, v, n, momentum, p, seed, dst, cap, ws, 1);
 }
 
 void gc_momentum_accumulate(float *u, const float *g, size_t n, float beta)

@@ -328,10 +328,12 @@ static inline size_t gcmpi_coll_encode(gcmpi_coll_ctx *ctx, const float *g, floa
 {
     const gcmpi_config *cfg = ctx->cfg;
     size_t len;
+    const int checked = gcmpi_coll_known_finite(ctx, g, n);
     if (r && u && gcmpi_coll_momentum_on(cfg))
-        len = gc_encode_momentum(cfg->codec, g, u, r, n, gcmpi_coll_momentum(cfg), &cfg->params,
-                                 seed, dst, cap, ctx->ws);
-    else if (gcmpi_coll_known_finite(ctx, g, n))
+        len = (checked ? gc_encode_momentum_finite : gc_encode_momentum)(
+            cfg->codec, g, u, r, n, gcmpi_coll_momentum(cfg), &cfg->params, seed, dst, cap,
+            ctx->ws);
+    else if (checked)
         len = gc_encode_finite(cfg->codec, g, r, n, &cfg->params, seed, dst, cap, ctx->ws);
     else
         len = gc_encode(cfg->codec, g, r, n, &cfg->params, seed, dst, cap, ctx->ws);
