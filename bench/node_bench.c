@@ -11,7 +11,11 @@
  * (one host emulating several nodes, as GCMPI_NODE_SIZE); every node runs
  * at once, as in hier. Prints the median over calls of the slowest rank's
  * time of each phase, and whether the sums of each way's first call were
- * exact. */
+ * exact; beside them, in the same turns, every rank copying its vector
+ * once (memcpy in to out, all ranks at once): the least the two phases
+ * could take, since together they read every input and write every
+ * output at least once, and what "x copy" (rs + streamed ag over it)
+ * measures them against. */
 #include "node_shm.h"
 #include "coll_impl.h"
 #include "bench_util.h"
@@ -95,8 +99,8 @@ int main(int argc, char **argv)
     }
     if (world_rank == 0)
         printf("%d ranks, nodes of %d sharing memory; medians of %d calls, slowest rank (ms)\n"
-               "%10s %10s %10s %12s %12s %8s %6s\n", world_size, q, reps, "bytes", "part",
-               "rs", "ag cached", "ag streamed", "ratio", "exact");
+               "%10s %10s %10s %12s %12s %8s %6s %8s %7s\n", world_size, q, reps, "bytes", "part",
+               "rs", "ag cached", "ag streamed", "ratio", "exact", "copy", "x copy");
     char list[1024];
     snprintf(list, sizeof list, "%s", sizes);
     int all_exact = 1;
@@ -115,13 +119,20 @@ int main(int argc, char **argv)
             displs[i] = (int)gcmpi_chunk_start(n, q, i);
         }
         gcmpi_node_shm *shm = NULL;
-        static double rs[MAX_PARTS][MAX_REPS], ag[MAX_PARTS][2][MAX_REPS];
+        static double rs[MAX_PARTS][MAX_REPS], ag[MAX_PARTS][2][MAX_REPS], copy[MAX_REPS];
         size_t wrong = 0;
-        const int ways = 2 * n_parts;
+        const int ways = 2 * n_parts + 1; /* the last: the copy */
         for (int r = 0; r < reps; r++)
             for (int w = 0; w < ways; w++) {
                 /* Each round starts one way later: a drift hits all alike. */
                 const int way = (r + w) % ways, part = way / 2, streamed = way % 2;
+                if (way == ways - 1) {
+                    MPI_Barrier(MPI_COMM_WORLD);
+                    const double t0 = MPI_Wtime();
+                    memcpy(out, in, n * sizeof(float));
+                    copy[r] = slowest(MPI_Wtime() - t0);
+                    continue;
+                }
                 /* A larger window is kept: the rounds follow the part size. */
                 gcmpi_node_shm_set_max_floats(parts[part]);
                 gcmpi_node_shm_set_streaming(streamed);
@@ -155,12 +166,14 @@ int main(int argc, char **argv)
         unsigned long long bad = wrong, all_bad = 0;
         MPI_Allreduce(&bad, &all_bad, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
         all_exact &= all_bad == 0;
+        const double m_copy = gcmpi_bench_median(copy, reps);
         for (int k = 0; k < n_parts; k++) {
             const double m_rs = gcmpi_bench_median(rs[k], reps), m0 = gcmpi_bench_median(ag[k][0], reps),
                          m1 = gcmpi_bench_median(ag[k][1], reps);
             if (world_rank == 0)
-                printf("%10zu %10zu %10.3f %12.3f %12.3f %7.2fx %6s\n", n * sizeof(float),
-                       parts[k], m_rs * 1e3, m0 * 1e3, m1 * 1e3, m0 / m1, all_bad ? "NO" : "yes");
+                printf("%10zu %10zu %10.3f %12.3f %12.3f %7.2fx %6s %8.3f %6.2fx\n",
+                       n * sizeof(float), parts[k], m_rs * 1e3, m0 * 1e3, m1 * 1e3, m0 / m1,
+                       all_bad ? "NO" : "yes", m_copy * 1e3, (m_rs + m1) / m_copy);
         }
         gcmpi_node_shm_set_streaming(-1);
         gcmpi_node_shm_set_max_floats(GCMPI_NODE_SHM_MAX_FLOATS);

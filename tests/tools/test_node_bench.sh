@@ -2,7 +2,7 @@
 # gcmpi-node-bench (hier's node phases, cached and streamed copies and
 # window part sizes in turns) runs at 2 and 3 ranks as one node and at 4 as
 # two nodes of 2, prints one row per size and part with positive times,
-# and every sum exact; a bad option is refused with the usage.
+# and every sum exact, with the copy beside them; a bad option is refused with the usage.
 source "$(dirname "$0")/common.sh"
 [ -n "${NODE_BENCH:-}" ] || skip "gcmpi-node-bench not built"
 
@@ -18,7 +18,7 @@ want = [(s, p) for s in map(int, sizes.split(",")) for p in map(int, parts.split
 if [(int(r[0]), int(r[1])) for r in rows] != want:
     sys.exit(f"FAIL: rows {rows}, want sizes and parts {want}")
 for r in rows:
-    if not all(float(x) > 0 for x in r[2:5]) or r[6] != "yes":
+    if not all(float(x) > 0 for x in r[2:5] + [r[7]]) or r[6] != "yes":
         sys.exit(f"FAIL: row {r}")
 PY
 }
