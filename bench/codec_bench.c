@@ -394,8 +394,8 @@ static result bench_codec(const gc_codec *c, const options *o, const float *g, s
     float *residual = o->ef ? calloc(n, sizeof(float)) : NULL;
     float *u = o->momentum > 0 ? calloc(n, sizeof(float)) : NULL;
     gc_workspace *ws = gc_workspace_create();
-    if (!dst || (o->ef && !residual) || (o->momentum > 0 && !u) || !ws) die("out of memory for %s (payload bound %zu bytes)",
-                                                gc_codec_name(c), cap);
+    if (!dst || (o->ef && !residual) || (o->momentum > 0 && !u) || !ws)
+        die("out of memory for %s (payload bound %zu bytes)", gc_codec_name(c), cap);
 
     /* Warm-up: grows the workspace and gives the error with a zero residual. */
     size_t len = encode_once(c, o, g, residual, u, n, dst, cap, ws);
