@@ -4,7 +4,8 @@
     check_codec_bench_json.py BENCH [BENCH ARGS...]
 
 Passes when the bench exits 0 and prints exactly one JSON array with one
-object per codec carrying the documented keys with sane values.
+object per codec carrying the documented keys with sane values; with
+--momentum M, every row says it ran with momentum M and error feedback.
 """
 import json
 import math
@@ -21,6 +22,16 @@ POSITIVE = ("ratio", "encode_gbps", "decode_gbps", "memcpy_gbps", "bits_per_elem
 def fail(msg):
     print("check_codec_bench_json: " + msg, file=sys.stderr)
     sys.exit(1)
+
+
+def momentum_asked(args):
+    """The --momentum the bench was given (0: none)."""
+    for i, a in enumerate(args):
+        if a == "--momentum" and i + 1 < len(args):
+            return float(args[i + 1])
+        if a.startswith("--momentum="):
+            return float(a.split("=", 1)[1])
+    return 0.0
 
 
 def main():
@@ -57,6 +68,13 @@ def main():
                  % (name, r["fl_bits_per_element"]))
         if name == "none" and err != 0:
             fail("none is lossless but rel_l2_error=%r" % err)
+    momentum = momentum_asked(sys.argv[2:])
+    for r in rows:
+        got = r["params"].get("momentum")
+        ef_ok = momentum == 0 or r["params"].get("ef") is True
+        if got is None or abs(got - momentum) > 1e-6 or not ef_ok:
+            fail("%s: params %r, expected momentum %g%s" % (r["codec"], r["params"], momentum,
+                                                            " with ef" if momentum > 0 else ""))
     print("check_codec_bench_json: %d codecs: %s" % (len(rows), " ".join(names)))
 
 
