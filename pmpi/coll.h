@@ -155,6 +155,18 @@ void gcmpi_nodes_free(gcmpi_nodes *nodes);
  * elements does not hold at 1 %. */
 #define GCMPI_AUTO_RETRIAL_FACTOR 2.0
 #define GCMPI_AUTO_RETRIALS 8
+/* A settled size's calls are checked against its trial after
+ * GCMPI_AUTO_DRIFT_CALLS of them, then after twice as many each time
+ * (one small allreduce a check). When the slowest rank's median of its
+ * latest GCMPI_AUTO_DRIFT_CALLS calls is above (1 + GCMPI_AUTO_DRIFT)
+ * times the trial's median for the settled algorithm and slower than
+ * another candidate's trial median by GCMPI_AUTO_MARGIN, the size is
+ * tried again (within GCMPI_AUTO_RETRIALS): a few trial calls caught in a
+ * slow moment of a shared host had put native ahead of hier's window
+ * (45 against 67 ms, 4 ranks, 64 MiB) whose calls then took 31 against
+ * native's 69. */
+#define GCMPI_AUTO_DRIFT_CALLS 16
+#define GCMPI_AUTO_DRIFT 0.5
 /* A trial's outcome as GCMPI_AUTO_CACHE keeps it: a call size, the
  * kept fraction it was tried at (sparse codecs under a warm-up), the
  * algorithm settled on and its median trial call on the slowest rank
@@ -202,6 +214,15 @@ typedef struct gcmpi_auto_choice {
     double ratio;          /* sparse codecs: the kept fraction of the
                               latest trial's calls (0: not known)        */
     int retrials;          /* trials started again since the first      */
+    int drifted;           /* tried again because its calls fell behind:
+                              measured, not settled from the cache (which
+                              holds the outcome that fell behind)        */
+    uint64_t picks;        /* settled picks since the trial, and the
+                              count at which they are checked next       */
+    uint64_t next_check;
+    unsigned drift_n;      /* settled calls recorded in drift_s (a ring
+                              of the latest)                             */
+    double drift_s[GCMPI_AUTO_DRIFT_CALLS];
     int from_cache;        /* settled on a cached trial's outcome        */
     /* MPI_Allgather: a cached outcome under its check (coll_auto_gather.c) */
     int checking, checks;  /* check calls running; how many failed      */

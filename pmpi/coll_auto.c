@@ -820,6 +820,56 @@ static void remember_outcome(gcmpi_auto_model *m, const gcmpi_auto_choice *c)
     save_cached(m);
 }
 
+/* A settled row back to an untried one at kept fraction ratio (its next
+ * pick starts a trial), one more retrial counted. */
+static void start_over(gcmpi_auto_choice *c, double ratio)
+{
+    const int retrials = c->retrials + 1;
+    const size_t count = c->count;
+    memset(c, 0, sizeof *c);
+    c->count = count;
+    c->ratio = ratio;
+    c->retrials = retrials;
+}
+
+/* At a settled pick (every rank picks every call, so every rank gets here
+ * at the same call): at the checking counts, the slowest rank's median of
+ * its latest settled calls against the trial's medians, and the size
+ * tried again where the settled algorithm has fallen behind
+ * (GCMPI_AUTO_DRIFT in coll.h). Not for a cached outcome (no trial
+ * medians) nor under the adaptive layer, whose ratio moves call by call
+ * on each rank's own link time. Returns an MPI error code. */
+static int check_drift(gcmpi_coll_ctx *ctx, gcmpi_auto_choice *c)
+{
+    const double chosen = gcmpi_auto_settled_median(c);
+    if (!(chosen > 0) || c->retrials >= GCMPI_AUTO_RETRIALS ||
+        gc_adapt_active(&ctx->cfg->adapt))
+        return MPI_SUCCESS;
+    if (c->next_check == 0) c->next_check = GCMPI_AUTO_DRIFT_CALLS;
+    if (++c->picks < c->next_check) return MPI_SUCCESS;
+    c->next_check *= 2;
+    double t[GCMPI_AUTO_DRIFT_CALLS], mine = 0.0, agreed = 0.0;
+    const unsigned k = c->drift_n < GCMPI_AUTO_DRIFT_CALLS ? c->drift_n : GCMPI_AUTO_DRIFT_CALLS;
+    memcpy(t, c->drift_s, k * sizeof t[0]);
+    qsort(t, k, sizeof t[0], cmp_double);
+    if (k) mine = t[(k - 1) / 2];
+    c->drift_n = 0;
+    const double t0 = PMPI_Wtime();
+    const int rc = PMPI_Allreduce(&mine, &agreed, 1, MPI_DOUBLE, MPI_MAX, ctx->comm);
+    if (ctx->stats) ctx->stats->comm_s += PMPI_Wtime() - t0;
+    if (rc != MPI_SUCCESS) return rc;
+    double other = INFINITY;
+    for (int i = 0; i < c->n_trial; i++)
+        if (c->trial[i] != c->algo && c->trial_calls[i] > 0 && c->trial_median_s[i] < other)
+            other = c->trial_median_s[i];
+    if (agreed > (1.0 + GCMPI_AUTO_DRIFT) * chosen &&
+        agreed > (1.0 + GCMPI_AUTO_MARGIN) * other) {
+        start_over(c, c->ratio);
+        c->drifted = 1;
+    }
+    return MPI_SUCCESS;
+}
+
 static void start_trial(gcmpi_coll_ctx *ctx, gcmpi_auto_model *m, gcmpi_auto_choice *c)
 {
     gcmpi_algo cand[GCMPI_ALGO_COUNT], rest[GCMPI_ALGO_COUNT];
@@ -833,7 +883,7 @@ static void start_trial(gcmpi_coll_ctx *ctx, gcmpi_auto_model *m, gcmpi_auto_cho
     /* A job with the same key tried this size at this fraction and
      * settled: its outcome, without the trial's calls of the slower
      * candidates (on the emulated cluster 2-3 s of a 14 s epoch). */
-    const gcmpi_auto_settled *known = cached_outcome(m, c->count, c->ratio);
+    const gcmpi_auto_settled *known = c->drifted ? NULL : cached_outcome(m, c->count, c->ratio);
     if (known) {
         c->algo = known->algo;
         c->settled = 1;
@@ -986,6 +1036,10 @@ gcmpi_algo gcmpi_coll_pick(gcmpi_coll_ctx *ctx, size_t count, int *rc)
     if (*rc != MPI_SUCCESS) return GCMPI_ALGO_PASS;
     gcmpi_auto_choice *c = choice_row(m, count, 1);
     if (!c) return gcmpi_auto_pick(ctx->cfg, m, count, NULL); /* table full: the model */
+    if (c->settled) {
+        *rc = check_drift(ctx, c);
+        if (*rc != MPI_SUCCESS) return GCMPI_ALGO_PASS;
+    }
     if (c->n_trial == 0) start_trial(ctx, m, c);
     if (c->settled) return c->algo;
     const int next = gcmpi_auto_next_candidate(ctx, c, rc);
@@ -1014,12 +1068,7 @@ static void retrial_if_moved(const gcmpi_config *cfg, gcmpi_auto_choice *c, doub
         return;
     const double moved = ratio > c->ratio ? ratio / c->ratio : c->ratio / ratio;
     if (moved < GCMPI_AUTO_RETRIAL_FACTOR || c->retrials >= GCMPI_AUTO_RETRIALS) return;
-    const int retrials = c->retrials + 1;
-    const size_t count = c->count;
-    memset(c, 0, sizeof *c);
-    c->count = count;
-    c->ratio = ratio;
-    c->retrials = retrials;
+    start_over(c, ratio);
 }
 
 void gcmpi_auto_note(gcmpi_coll_ctx *ctx, size_t count, gcmpi_algo algo, double seconds)
@@ -1055,4 +1104,5 @@ void gcmpi_auto_record(gcmpi_auto_choice *c, gcmpi_algo algo, double seconds, in
     if (c->algo != algo) return;
     c->calls++;
     c->measured_s += seconds;
+    c->drift_s[c->drift_n++ % GCMPI_AUTO_DRIFT_CALLS] = seconds;
 }

@@ -1452,6 +1452,71 @@ static void test_auto_tries_again_when_a_warm_up_ratio_moved(harness *h)
     use_node_size(h, 0);
 }
 
+/* A settled size whose calls fall behind its trial is tried again: at the
+ * GCMPI_AUTO_DRIFT_CALLS-th settled pick the slowest rank's median call is
+ * above (1 + GCMPI_AUTO_DRIFT) times the trial's median and slower than
+ * another candidate's. Calls that keep their trial's pace, or fall behind
+ * but stay ahead of every other candidate, keep their algorithm. One slow
+ * rank is enough, and every rank decides alike; the new trial is measured,
+ * not settled from the outcome that fell behind. */
+static void test_auto_tries_again_when_settled_calls_fall_behind(harness *h)
+{
+    use_node_size(h, 1);
+    h->cfg.algo = GCMPI_ALGO_AUTO;
+    use_codec(h, "int8");
+    const size_t n = 1 << 14;
+    static const struct {
+        double settled_ms; /* the settled calls (the trial's median: 1 ms) */
+        double others_ms;  /* every other candidate's trial median */
+        int last_rank_only; /* only the last rank's calls are that slow */
+        int again;
+    } cases[] = {
+        {1.0, 1.2, 0, 0},
+        {1.8, 3.0, 0, 0},
+        {1.8, 1.2, 0, 1},
+        {1.8, 1.2, 1, 1},
+        {1.4, 1.2, 0, 0},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        gcmpi_coll_cache_free(&h->cache);
+        const double ratio = h->cfg.params.ratio;
+        const int calls = run_trial(h, n, ratio, ratio);
+        gcmpi_auto_choice *c = h->cache.model ? &h->cache.model->choices[0] : NULL;
+        CHECK(c && c->settled && calls > 1, "case %zu: no trial (%d calls)", k, calls);
+        if (!c || !c->settled) continue;
+        for (int i = 0; i < c->n_trial; i++)
+            c->trial_median_s[i] = c->trial[i] == c->algo ? 1e-3 : cases[k].others_ms * 1e-3;
+        const gcmpi_algo settled = c->algo;
+        const int slow = !cases[k].last_rank_only || my_rank == h->ctx.size - 1;
+        int rc = MPI_SUCCESS, picks = 0, again = 0;
+        for (; picks < GCMPI_AUTO_DRIFT_CALLS && rc == MPI_SUCCESS && !again; picks++) {
+            const gcmpi_algo a = gcmpi_coll_pick(&h->ctx, n, &rc);
+            again = gcmpi_auto_in_trial(&h->ctx, n);
+            if (!again) gcmpi_auto_note(&h->ctx, n, a, (slow ? cases[k].settled_ms : 1.0) * 1e-3);
+        }
+        int both[3] = {again, c->retrials, picks};
+        CHECK(rc == MPI_SUCCESS, "case %zu: pick failed (%d)", k, rc);
+        CHECK(same_on_all_ranks(h, (const float *)both, 3), "case %zu: ranks disagree", k);
+        CHECK(again == cases[k].again,
+              "case %zu: settled calls %g ms against the trial's 1 (others %g, %s): tried "
+              "again %d, want %d",
+              k, cases[k].settled_ms, cases[k].others_ms,
+              cases[k].last_rank_only ? "the last rank" : "every rank", again, cases[k].again);
+        if (again) {
+            CHECK(picks == GCMPI_AUTO_DRIFT_CALLS && c->retrials == 1 && c->drifted,
+                  "case %zu: at pick %d, retrials %d, drifted %d", k, picks, c->retrials,
+                  c->drifted);
+            CHECK(run_trial(h, n, ratio, ratio) > 1 && c->settled && !c->from_cache,
+                  "case %zu: the new trial was not measured", k);
+        } else {
+            CHECK(c->settled && c->algo == settled && c->retrials == 0,
+                  "case %zu: the settled algorithm changed", k);
+        }
+    }
+    gcmpi_coll_cache_free(&h->cache);
+    use_node_size(h, 0);
+}
+
 static void test_auto_keeps_a_lossy_pick_only_when_clearly_faster(harness *h)
 {
     use_node_size(h, 1);
@@ -2313,6 +2378,7 @@ int main(int argc, char **argv)
         T(test_auto_keeps_its_calibration_between_jobs),
         T(test_auto_keeps_a_lossy_pick_only_when_clearly_faster),
         T(test_auto_tries_again_when_a_warm_up_ratio_moved),
+        T(test_auto_tries_again_when_settled_calls_fall_behind),
 #undef T
     };
     /* test_algos [test-name-part] [codec,codec...] */
