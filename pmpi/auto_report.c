@@ -146,11 +146,14 @@ void gcmpi_auto_report_print(FILE *f)
             const gcmpi_auto_choice *c = &r->choices[i];
             fprintf(f,
                     "libgcmpi: auto %s (%d ranks, %d nodes): %zu floats -> %s (model: %s, "
-                    "predicted %.3f ms), measured %.3f ms over %llu calls; %d trials%s%s",
+                    "predicted %.3f ms), measured %.3f ms over %llu calls; %d trials",
                     r->comm, r->p, r->n_nodes, c->count, gcmpi_algo_name(c->algo),
                     gcmpi_algo_name(c->model), 1e3 * c->predicted_s, mean_ms(c),
-                    (unsigned long long)c->calls, 1 + c->retrials,
-                    c->from_cache ? ", the last settled from the cache" : "",
+                    (unsigned long long)c->calls, 1 + c->retrials);
+            if (c->drift_retrials)
+                fprintf(f, " (%d after the settled calls fell behind their trial)",
+                        c->drift_retrials);
+            fprintf(f, "%s%s", c->from_cache ? ", the last settled from the cache" : "",
                     c->device ? ", on device buffers" : "");
             print_trial(f, c, gcmpi_algo_name);
         }
@@ -168,12 +171,13 @@ void gcmpi_auto_report_json(FILE *f)
                     "%s\n    {\"comm\": \"%s\", \"collective\": \"%s\", \"ranks\": %d, "
                     "\"nodes\": %d, \"count\": %zu, \"algo\": \"%s\", \"model\": \"%s\", "
                     "\"predicted_s\": %.6g, \"measured_s\": %.6g, \"calls\": %llu, "
-                    "\"trials\": %d, \"from_cache\": %s, \"device\": %s, \"trial\": [",
+                    "\"trials\": %d, \"drift_trials\": %d, \"from_cache\": %s, "
+                    "\"device\": %s, \"trial\": [",
                     first ? "" : ",", r->comm, gather ? "allgather" : "allreduce", r->p,
                     r->n_nodes, c->count,
                     gcmpi_algo_name(c->algo), gcmpi_algo_name(c->model), c->predicted_s,
                     c->calls ? c->measured_s / (double)c->calls : 0.0,
-                    (unsigned long long)c->calls, 1 + c->retrials,
+                    (unsigned long long)c->calls, 1 + c->retrials, c->drift_retrials,
                     c->from_cache ? "true" : "false", c->device ? "true" : "false");
             for (int t = 0; t < tried(c); t++)
                 fprintf(f, "%s{\"algo\": \"%s\", \"median_s\": %.6g}", t ? ", " : "",

@@ -217,6 +217,7 @@ typedef struct gcmpi_auto_choice {
     int drifted;           /* tried again because its calls fell behind:
                               measured, not settled from the cache (which
                               holds the outcome that fell behind)        */
+    int drift_retrials;    /* of retrials, those for that reason         */
     uint64_t picks;        /* settled picks since the trial, and the
                               count at which they are checked next       */
     uint64_t next_check;

@@ -824,12 +824,13 @@ static void remember_outcome(gcmpi_auto_model *m, const gcmpi_auto_choice *c)
  * pick starts a trial), one more retrial counted. */
 static void start_over(gcmpi_auto_choice *c, double ratio)
 {
-    const int retrials = c->retrials + 1;
+    const int retrials = c->retrials + 1, drift_retrials = c->drift_retrials;
     const size_t count = c->count;
     memset(c, 0, sizeof *c);
     c->count = count;
     c->ratio = ratio;
     c->retrials = retrials;
+    c->drift_retrials = drift_retrials;
 }
 
 /* At a settled pick (every rank picks every call, so every rank gets here
@@ -866,6 +867,7 @@ static int check_drift(gcmpi_coll_ctx *ctx, gcmpi_auto_choice *c)
         agreed > (1.0 + GCMPI_AUTO_MARGIN) * other) {
         start_over(c, c->ratio);
         c->drifted = 1;
+        c->drift_retrials++;
     }
     return MPI_SUCCESS;
 }

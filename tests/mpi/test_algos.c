@@ -1503,9 +1503,10 @@ static void test_auto_tries_again_when_settled_calls_fall_behind(harness *h)
               k, cases[k].settled_ms, cases[k].others_ms,
               cases[k].last_rank_only ? "the last rank" : "every rank", again, cases[k].again);
         if (again) {
-            CHECK(picks == GCMPI_AUTO_DRIFT_CALLS && c->retrials == 1 && c->drifted,
-                  "case %zu: at pick %d, retrials %d, drifted %d", k, picks, c->retrials,
-                  c->drifted);
+            CHECK(picks == GCMPI_AUTO_DRIFT_CALLS && c->retrials == 1 && c->drifted &&
+                      c->drift_retrials == 1,
+                  "case %zu: at pick %d, retrials %d, drifted %d (%d)", k, picks, c->retrials,
+                  c->drifted, c->drift_retrials);
             CHECK(run_trial(h, n, ratio, ratio) > 1 && c->settled && !c->from_cache,
                   "case %zu: the new trial was not measured", k);
         } else {
