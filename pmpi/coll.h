@@ -218,9 +218,7 @@ typedef struct gcmpi_auto_choice {
                               measured, not settled from the cache (which
                               holds the outcome that fell behind)        */
     int drift_retrials;    /* of retrials, those for that reason         */
-    uint64_t picks;        /* settled picks since the trial, and the
-                              count at which they are checked next       */
-    uint64_t next_check;
+    uint64_t picks;        /* settled picks since the trial             */
     unsigned drift_n;      /* settled calls recorded in drift_s (a ring
                               of the latest)                             */
     double drift_s[GCMPI_AUTO_DRIFT_CALLS];

@@ -833,6 +833,9 @@ static void start_over(gcmpi_auto_choice *c, double ratio)
     c->drift_retrials = drift_retrials;
 }
 
+_Static_assert((GCMPI_AUTO_DRIFT_CALLS & (GCMPI_AUTO_DRIFT_CALLS - 1)) == 0,
+               "checks fall on powers of two");
+
 /* At a settled pick (every rank picks every call, so every rank gets here
  * at the same call): at the checking counts, the slowest rank's median of
  * its latest settled calls against the trial's medians, and the size
@@ -846,9 +849,9 @@ static int check_drift(gcmpi_coll_ctx *ctx, gcmpi_auto_choice *c)
     if (!(chosen > 0) || c->retrials >= GCMPI_AUTO_RETRIALS ||
         gc_adapt_active(&ctx->cfg->adapt))
         return MPI_SUCCESS;
-    if (c->next_check == 0) c->next_check = GCMPI_AUTO_DRIFT_CALLS;
-    if (++c->picks < c->next_check) return MPI_SUCCESS;
-    c->next_check *= 2;
+    /* At settled picks 16, 32, 64, ...: a handful of checks in a long job. */
+    const uint64_t picks = ++c->picks;
+    if (picks < GCMPI_AUTO_DRIFT_CALLS || (picks & (picks - 1)) != 0) return MPI_SUCCESS;
     double t[GCMPI_AUTO_DRIFT_CALLS], mine = 0.0, agreed = 0.0;
     const unsigned k = c->drift_n < GCMPI_AUTO_DRIFT_CALLS ? c->drift_n : GCMPI_AUTO_DRIFT_CALLS;
     memcpy(t, c->drift_s, k * sizeof t[0]);
