@@ -4,7 +4,8 @@
  *   mpirun -np 4 gcmpi-coll-bench [--sizes 1M,16M] [--max-size 64M]
  *       [--codec all|LIST] [--algo all|LIST] [--ratio R] [--bits B]
  *       [--bucket N] [--rank R] [--reps N] [--warmup N] [--no-ef] [--json]
- *       [--node-size Q] [--node-shm 0|1] [--predict] [--op allreduce|allgather]
+ *       [--node-size Q] [--node-shm 0|1] [--segment S] [--predict]
+ *       [--op allreduce|allgather]
  *
  * The bench links the library's internals (config/ and the pmpi/ collective
  * algorithms) and calls gcmpi_allreduce_compressed with a configuration
@@ -56,6 +57,7 @@ typedef struct options {
     gcmpi_algo algos[GCMPI_ALGO_COUNT];
     int n_algos;
     int node_size, node_shm, predict;
+    size_t segment; /* hier's pipeline: least bytes of a segment (0: default) */
     double ratio;
     unsigned bits, rank;
     size_t bucket;
@@ -80,6 +82,9 @@ static void usage(FILE *f)
             "                   ranks sharing memory)\n"
             "  --node-shm 0|1   hier inside a node through a shared window (1, default) or\n"
             "                   MPI_Reduce_scatter and MPI_Allgatherv (0): GCMPI_NODE_SHM\n"
+            "  --segment S      hier's pipeline between nodes: segments of a rank's chunk\n"
+            "                   of at least S bytes (default 1M); S above every chunk: hier\n"
+            "                   unpipelined\n"
             "  --predict        print the cost model's prediction beside each time\n"
             "  --op OP          allreduce (default) or allgather: the compressed MPI_Allgather\n"
             "                   of a block of each size per rank (algorithms allgather: flat,\n"
@@ -192,6 +197,9 @@ static int parse_options(options *o, int argc, char **argv)
         else if (strcmp(a, "--node-shm") == 0)
             ok = ((o->node_shm = atoi(v)) == 0 || o->node_shm == 1) ||
                  fail("bad --node-shm '%s' (0 or 1)", v);
+        else if (strcmp(a, "--segment") == 0)
+            ok = (o->segment = gcmpi_bench_parse_size(v)) >= sizeof(float) ||
+                 fail("bad --segment '%s'", v);
         else if (strcmp(a, "--op") == 0)
             ok = (o->allgather_op = strcmp(v, "allgather") == 0) || strcmp(v, "allreduce") == 0 ||
                  fail("bad --op '%s' (allreduce or allgather)", v);
@@ -587,6 +595,7 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) ? 0 : 2;
     }
+    gcmpi_hier_set_segment_floats(o.segment / sizeof(float));
     size_t max_bytes = 0;
     for (int i = 0; i < o.n_sizes; i++) max_bytes = o.sizes[i] > max_bytes ? o.sizes[i] : max_bytes;
     const size_t max_n = max_bytes / sizeof(float);

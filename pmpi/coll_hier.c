@@ -222,6 +222,19 @@ static int by_chunks(const gcmpi_config *cfg, const gcmpi_nodes *n, size_t count
     return gcmpi_hier_scatter_style(cfg, n, count) || gcmpi_hier_one_node_window(cfg, n, count);
 }
 
+/* hier pipelines its reduce-scatter style (coll_hier_pipe.c) on host
+ * vectors where every column runs the flat allgather: decided alike on
+ * every rank of a node (its chunks are of two lengths at most, both
+ * asked) and of a column. */
+static int pipelines(const gcmpi_coll_ctx *ctx, const gcmpi_nodes *n,
+                     const gcmpi_hier_vec_ops *ops, size_t count)
+{
+    const int q = n->node_size;
+    return !ops->stage && n->n_nodes > 1 && gcmpi_hier_segments(count, q) > 1 &&
+           between_algo(ctx, n, gcmpi_chunk_len(count, q, 0)) == GCMPI_ALGO_ALLGATHER &&
+           between_algo(ctx, n, gcmpi_chunk_len(count, q, q - 1)) == GCMPI_ALGO_ALLGATHER;
+}
+
 /* Host vectors: the node's phases work on in and out themselves. */
 static const gcmpi_hier_vec_ops host_vectors = {.run = gcmpi_coll_run};
 
@@ -274,47 +287,57 @@ static int hier_scatter(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, const gcmpi_hier_ve
     double t0 = PMPI_Wtime();
     int rc = MPI_SUCCESS;
     int sum_finite = 0; /* the window's sum found free of inf and NaN */
-    if (shm) {
-        rc = gcmpi_node_shm_reduce_scatter(&n->shm, n->node, hin, hout, counts, displs,
-                                           &sum_finite);
-        if (rc == GCMPI_NODE_SHM_NO_ROOM) shm = gcmpi_hier_window_gone(n);
-    }
-    if (!shm && hin == hout) {
-        /* In place the node's chunk lands at the start of out. */
-        rc = PMPI_Reduce_scatter(MPI_IN_PLACE, hout, counts, MPI_FLOAT, MPI_SUM, n->node);
-        if (rc == MPI_SUCCESS && lo) memmove(hout + lo, hout, len * sizeof(float));
-    } else if (!shm) {
-        rc = PMPI_Reduce_scatter(hin, hout + lo, counts, MPI_FLOAT, MPI_SUM, n->node);
-    }
-    st->bytes_sent += (uint64_t)(count - len) * sizeof(float);
-    st->comm_s += PMPI_Wtime() - t0;
-    if (rc != MPI_SUCCESS) return rc;
-
-    /* Chunk me between nodes, with this rank's slice of the residual. */
     int inner_rc = MPI_SUCCESS;
-    if (len && n->n_nodes > 1) {
-        if (ops->stage && local == MPI_SUCCESS)
-            local = ops->stage(out + lo, hout + lo, len * sizeof(float));
-        gcmpi_coll_ctx column = *ctx;
-        column.comm = n->column;
-        column.rank = n->node_index;
-        column.size = n->n_nodes;
-        column.cache = NULL;
-        /* Host vectors whose sum the window found finite: the column's
-         * check need not read them again. */
-        column.finite_in = shm && sum_finite && !ops->stage ? out + lo : NULL;
-        column.finite_n = column.finite_in ? len : 0;
-        gcmpi_ef_slot part = {0};
-        if (ef) {
-            part = *ef;
-            part.residual = ef->residual ? ef->residual + lo : NULL;
-            part.state = ef->state ? ef->state + lo : NULL;
-            part.momentum = NULL; /* the caller's correction, not the column's */
+    int piped = 0; /* the pipeline summed every chunk between nodes */
+    if (shm && pipelines(ctx, n, ops, count)) {
+        rc = gcmpi_hier_pipeline(ctx, n, hin, hout, count, ef, &inner_rc);
+        if (rc == GCMPI_NODE_SHM_NO_ROOM) shm = gcmpi_hier_window_gone(n);
+        piped = rc != GCMPI_NODE_SHM_NO_ROOM && rc != GCMPI_HIER_UNPIPELINED;
+        if (piped && rc != MPI_SUCCESS) return rc;
+        rc = MPI_SUCCESS;
+    }
+    if (!piped) {
+        if (shm) {
+            rc = gcmpi_node_shm_reduce_scatter(&n->shm, n->node, hin, hout, counts, displs,
+                                               &sum_finite);
+            if (rc == GCMPI_NODE_SHM_NO_ROOM) shm = gcmpi_hier_window_gone(n);
         }
-        inner_rc = ops->run(&column, between_algo(ctx, n, len), out + lo, out + lo, len,
-                            ef ? &part : NULL);
-        if (ops->stage && local == MPI_SUCCESS)
-            local = ops->stage(hout + lo, out + lo, len * sizeof(float));
+        if (!shm && hin == hout) {
+            /* In place the node's chunk lands at the start of out. */
+            rc = PMPI_Reduce_scatter(MPI_IN_PLACE, hout, counts, MPI_FLOAT, MPI_SUM, n->node);
+            if (rc == MPI_SUCCESS && lo) memmove(hout + lo, hout, len * sizeof(float));
+        } else if (!shm) {
+            rc = PMPI_Reduce_scatter(hin, hout + lo, counts, MPI_FLOAT, MPI_SUM, n->node);
+        }
+        st->bytes_sent += (uint64_t)(count - len) * sizeof(float);
+        st->comm_s += PMPI_Wtime() - t0;
+        if (rc != MPI_SUCCESS) return rc;
+
+        /* Chunk me between nodes, with this rank's slice of the residual. */
+        if (len && n->n_nodes > 1) {
+            if (ops->stage && local == MPI_SUCCESS)
+                local = ops->stage(out + lo, hout + lo, len * sizeof(float));
+            gcmpi_coll_ctx column = *ctx;
+            column.comm = n->column;
+            column.rank = n->node_index;
+            column.size = n->n_nodes;
+            column.cache = NULL;
+            /* Host vectors whose sum the window found finite: the column's
+             * check need not read them again. */
+            column.finite_in = shm && sum_finite && !ops->stage ? out + lo : NULL;
+            column.finite_n = column.finite_in ? len : 0;
+            gcmpi_ef_slot part = {0};
+            if (ef) {
+                part = *ef;
+                part.residual = ef->residual ? ef->residual + lo : NULL;
+                part.state = ef->state ? ef->state + lo : NULL;
+                part.momentum = NULL; /* the caller's correction, not the column's */
+            }
+            inner_rc = ops->run(&column, between_algo(ctx, n, len), out + lo, out + lo, len,
+                                ef ? &part : NULL);
+            if (ops->stage && local == MPI_SUCCESS)
+                local = ops->stage(hout + lo, out + lo, len * sizeof(float));
+        }
     }
 
     /* A column that failed tells its node (every column sees its own

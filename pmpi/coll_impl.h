@@ -97,6 +97,26 @@ int gcmpi_hier_scatter_style(const gcmpi_config *cfg, const gcmpi_nodes *n, size
  * n's node): n sums through MPI from now on, and the job is told once.
  * Returns 0 (no window). */
 int gcmpi_hier_window_gone(gcmpi_nodes *n);
+/* hier's reduce-scatter style as a pipeline (coll_hier_pipe.c): the
+ * node's window sum of in and the columns' flat allgather of the chunks
+ * in segments that overlap, leaving in out each rank's chunk summed over
+ * the whole communicator (the caller gathers the node's chunks), with
+ * *inner_rc the columns' agreed code. For host vectors through the window
+ * where every column runs the allgather. Returns MPI_SUCCESS or an MPI
+ * error of the node; GCMPI_NODE_SHM_NO_ROOM when the window did not fit
+ * (nothing done), or GCMPI_HIER_UNPIPELINED where count makes fewer than
+ * two segments (nothing done): the caller then runs unpipelined. */
+#define GCMPI_HIER_UNPIPELINED (-2)
+int gcmpi_hier_pipeline(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, const float *in, float *out,
+                        size_t count, gcmpi_ef_slot *ef, int *inner_rc);
+/* Segments of a chunk for count floats on nodes of q ranks (1: none), the
+ * same on every rank. */
+int gcmpi_hier_segments(size_t count, int q);
+/* Tests and benchmarks: the fewest floats of a segment (0: the default,
+ * 256 Ki), and how many segments this thread's last pipelined hier call
+ * ran (0: it ran unpipelined). */
+void gcmpi_hier_set_segment_floats(size_t floats);
+int gcmpi_hier_last_segments(void);
 /* ef for an overflow step (inf or NaN in the input): its slot without the
  * residual and the momentum, which must not take the value (in *bare), or
  * NULL without a slot. */

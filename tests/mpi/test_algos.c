@@ -596,14 +596,17 @@ static void test_hier_none_sums_exactly_for_every_node_size(harness *h)
     const int p = h->ctx.size;
     const size_t counts[] = {0, 1, (size_t)p + 1, 1000, 65537};
     static const char *ways[] = {"MPI", "window", "window of 7", "window streamed",
-                                 "window of 7 streamed"};
+                                 "window of 7 streamed", "window pipelined",
+                                 "window of 7 pipelined"};
     use_codec(h, "none");
-    for (int way = 0; way < 5; way++)
+    for (int way = 0; way < 7; way++)
     for (int q = 1; q <= p; q++) {
         use_node_size(h, q);
         h->cfg.node_shm = way > 0;
-        gcmpi_node_shm_set_max_floats(way == 2 || way == 4 ? 7 : GCMPI_NODE_SHM_MAX_FLOATS);
-        gcmpi_node_shm_set_streaming(way >= 3 ? 1 : 0);
+        gcmpi_node_shm_set_max_floats(way == 2 || way == 4 || way == 6 ? 7
+                                                                       : GCMPI_NODE_SHM_MAX_FLOATS);
+        gcmpi_node_shm_set_streaming(way == 3 || way == 4 ? 1 : 0);
+        gcmpi_hier_set_segment_floats(way >= 5 ? 100 : 0);
         for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++)
             for (int in_place = 0; in_place < 2; in_place++) {
                 const size_t n = counts[c];
@@ -613,6 +616,11 @@ static void test_hier_none_sums_exactly_for_every_node_size(harness *h)
                 if (in_place) memcpy(out, in, n * sizeof(float));
                 int rc = allreduce(h, GCMPI_ALGO_HIER, in_place ? out : in, out, n, NULL);
                 CHECK(rc == MPI_SUCCESS, "%s q=%d n=%zu: rc %d", ways[way], q, n, rc);
+                /* Nodes of q alike, more than one, and chunks of 200
+                 * floats or more: in segments of 100 or more. */
+                if (way >= 5 && p % q == 0 && q > 1 && q < p && n / (size_t)q >= 200)
+                    CHECK(gcmpi_hier_last_segments() > 1, "%s q=%d n=%zu: not pipelined",
+                          ways[way], q, n);
                 const size_t bad = wrong_int_sums(out, n, p);
                 CHECK(bad == 0, "%s q=%d n=%zu in_place=%d: %zu wrong sums", ways[way], q, n,
                       in_place, bad);
@@ -623,6 +631,7 @@ static void test_hier_none_sums_exactly_for_every_node_size(harness *h)
     }
     gcmpi_node_shm_set_max_floats(GCMPI_NODE_SHM_MAX_FLOATS);
     gcmpi_node_shm_set_streaming(-1);
+    gcmpi_hier_set_segment_floats(0);
     h->cfg.node_shm = 1;
     use_node_size(h, 0);
 }
@@ -759,7 +768,9 @@ static void test_hier_lossy_codecs_agree_and_stay_close(harness *h)
     }
     fill_laplace(in, n, h->ctx.rank);
     use_node_size(h, p > 2 ? 2 : 1);
+    for (int piped = 0; piped < 2; piped++)
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        gcmpi_hier_set_segment_floats(piped ? 3000 : 0);
         use_codec(h, cases[c].codec);
         h->cfg.params.ratio = 0.25;
         if (strcmp(cases[c].codec, "qsgd") == 0) h->cfg.params.bits = 8;
@@ -770,12 +781,18 @@ static void test_hier_lossy_codecs_agree_and_stay_close(harness *h)
             CHECK(rc == MPI_SUCCESS, "%s: rc %d", cases[c].codec, rc);
             CHECK(same_on_all_ranks(h, out, n), "%s call %d: ranks differ", cases[c].codec, call);
         }
+        if (piped && p == 4)
+            CHECK(gcmpi_hier_last_segments() == 4, "%s: %d segments, want 4", cases[c].codec,
+                  gcmpi_hier_last_segments());
         const double e = rel_err(sum, out, n);
-        if (verbose && my_rank == 0) printf("  hier %-8s relative error %.3g\n", cases[c].codec, e);
-        CHECK(e <= cases[c].bound, "%s: relative error %g above %g", cases[c].codec, e,
-              cases[c].bound);
+        if (verbose && my_rank == 0)
+            printf("  hier%s %-8s relative error %.3g\n", piped ? " pipelined" : "",
+                   cases[c].codec, e);
+        CHECK(e <= cases[c].bound, "%s%s: relative error %g above %g", cases[c].codec,
+              piped ? " pipelined" : "", e, cases[c].bound);
         ef_free(&ef);
     }
+    gcmpi_hier_set_segment_floats(0);
     use_node_size(h, 0);
     free(in), free(out), free(x), free(sum);
 }
@@ -798,7 +815,9 @@ static void test_hier_error_feedback_converges_with_uneven_nodes(harness *h)
     }
     fill_laplace(in, n, h->ctx.rank);
     use_node_size(h, p > 2 ? 2 : 1);
+    for (int piped = 0; piped < 2; piped++)
     for (size_t c = 0; c < sizeof codecs / sizeof codecs[0]; c++) {
+        gcmpi_hier_set_segment_floats(piped ? 300 : 0); /* 4 ranks: 4 segments of 250 */
         use_codec(h, codecs[c]);
         h->cfg.params.ratio = 0.25;
         ef_buf ef;
@@ -816,14 +835,18 @@ static void test_hier_error_feedback_converges_with_uneven_nodes(harness *h)
             if (t == 8) e8 = rel_err(sum, mean, n);
             if (t == calls) e64 = rel_err(sum, mean, n);
         }
+        if (piped && p == 4)
+            CHECK(gcmpi_hier_last_segments() == 4, "%s: %d segments, want 4", codecs[c],
+                  gcmpi_hier_last_segments());
         if (verbose && my_rank == 0)
-            printf("  hier %-6s mean error %.3g after 8 calls, %.3g after %d\n", codecs[c], e8,
-                   e64, calls);
+            printf("  hier%s %-6s mean error %.3g after 8 calls, %.3g after %d\n",
+                   piped ? " pipelined" : "", codecs[c], e8, e64, calls);
         CHECK(e8 > 0 || p == 1, "%s: nothing was compressed", codecs[c]);
-        CHECK(e64 <= 0.35 * e8, "%s: mean error %g after 8 calls, %g after %d", codecs[c], e8,
-              e64, calls);
+        CHECK(e64 <= 0.35 * e8, "%s%s: mean error %g after 8 calls, %g after %d", codecs[c],
+              piped ? " pipelined" : "", e8, e64, calls);
         ef_free(&ef);
     }
+    gcmpi_hier_set_segment_floats(0);
     use_node_size(h, 0);
     free(in), free(out), free(x), free(sum), free(acc), free(mean);
 }
@@ -1569,6 +1592,27 @@ static void test_a_failed_encode_on_one_rank_fails_the_call_everywhere(harness *
               out[0]);
         for (size_t i = 0; i < n; i++) in[i] = h->ctx.rank == 0 ? -1.0f : 1.0f;
     }
+    /* hier's pipeline (nodes of 2, segments of 100): node 0's sums are
+     * negative, so its failing encodes reach every column through the
+     * messages' headers, and each column's failure its node. */
+    if (h->ctx.size == 4) {
+        for (size_t i = 0; i < n; i++) in[i] = h->ctx.rank == 0 ? -3.0f : 1.0f;
+        use_node_size(h, 2);
+        gcmpi_hier_set_segment_floats(100);
+        use_codec(h, "none");
+        h->cfg.codec = &failing;
+        int rc = allreduce(h, GCMPI_ALGO_HIER, in, out, n, NULL);
+        CHECK(rc == MPI_ERR_ARG && gcmpi_hier_last_segments() == 5,
+              "hier pipelined: rc %d after %d segments, want MPI_ERR_ARG after 5", rc,
+              gcmpi_hier_last_segments());
+        use_codec(h, "none");
+        for (size_t i = 0; i < n; i++) in[i] = 1.0f;
+        rc = allreduce(h, GCMPI_ALGO_HIER, in, out, n, NULL);
+        CHECK(rc == MPI_SUCCESS && out[0] == 4.0f && out[n - 1] == 4.0f,
+              "hier pipelined: the call after a failure gives rc %d, out[0] %g", rc, out[0]);
+        gcmpi_hier_set_segment_floats(0);
+        use_node_size(h, 0);
+    }
     free(in), free(out);
 }
 
@@ -2241,10 +2285,13 @@ static void test_hier_nonfinite_inputs_behave_like_mpi_sum(harness *h)
     float *g = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float));
     use_node_size(h, p > 2 ? 2 : 1);
     for (size_t c = 0; c < sizeof codecs / sizeof codecs[0]; c++)
-        for (int mom = 0; mom < 2; mom++) {
+        for (int mom = 0; mom < 4; mom++) {
+            /* 2 and 3: pipelined, segments of 2500 (the NaN and the inf
+             * in the first and the last) */
+            gcmpi_hier_set_segment_floats(mom >= 2 ? 2500 : 0);
             use_codec(h, codecs[c]);
             h->cfg.params.ratio = 0.05;
-            h->cfg.momentum = mom ? 0.9 : 0.0;
+            h->cfg.momentum = mom % 2 ? 0.9 : 0.0;
             ef_buf ef;
             ef_alloc_momentum(&ef, h, GCMPI_ALGO_HIER, n);
             fill_laplace(g, n, h->ctx.rank);
@@ -2279,6 +2326,7 @@ static void test_hier_nonfinite_inputs_behave_like_mpi_sum(harness *h)
             free(ef.slot.residual), free(ef.slot.server),
                 free(ef.slot.state ? ef.slot.state : ef.slot.momentum);
         }
+    gcmpi_hier_set_segment_floats(0);
     use_node_size(h, 0);
     free(g), free(out);
 }
