@@ -34,11 +34,11 @@
 
 #include <stdlib.h>
 
-/* A segment of a chunk: at least this many floats, at most MAX_SEGMENTS
- * segments. Smaller segments overlap more of the sum with the link but
- * each costs the node two barriers more and the column a message more. */
+/* A segment of a chunk: at least this many floats, at most 8 segments
+ * (gcmpi_hier_segment_count, cost_model.h, which the model shares).
+ * Smaller segments overlap more of the sum with the link but each costs
+ * the node two barriers more and the column a message more. */
 #define SEGMENT_FLOATS ((size_t)256 << 10)
-#define MAX_SEGMENTS 8
 /* The payload's header on the wire: its size as int64. */
 #define HEADER ((size_t)sizeof(int64_t))
 /* Messages between column members; the column communicator is the
@@ -58,13 +58,14 @@ int gcmpi_hier_last_segments(void)
     return last_segments;
 }
 
+size_t gcmpi_hier_segment_floats(void)
+{
+    return segment_floats;
+}
+
 int gcmpi_hier_segments(size_t count, int q)
 {
-    const size_t longest = gcmpi_chunk_len(count, q, 0), shortest = gcmpi_chunk_len(count, q, q - 1);
-    size_t s = (longest + segment_floats - 1) / segment_floats;
-    if (s > MAX_SEGMENTS) s = MAX_SEGMENTS;
-    if (s > shortest) s = shortest; /* no empty segment on any rank */
-    return (int)s;
+    return gcmpi_hier_segment_count(count, q, segment_floats);
 }
 
 /* One column's exchanges: two slots, each one segment's send buffer,

@@ -117,6 +117,8 @@ int gcmpi_hier_segments(size_t count, int q);
  * ran (0: it ran unpipelined). */
 void gcmpi_hier_set_segment_floats(size_t floats);
 int gcmpi_hier_last_segments(void);
+/* The fewest floats of a segment now (the model's segment_floats). */
+size_t gcmpi_hier_segment_floats(void);
 /* ef for an overflow step (inf or NaN in the input): its slot without the
  * residual and the momentum, which must not take the value (in *bare), or
  * NULL without a slot. */

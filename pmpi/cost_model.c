@@ -112,6 +112,25 @@ static double sparse_rd_cost(const gcmpi_cost_env *e, double bytes)
     return t + DENSE_ADD_S_PER_BYTE * bytes; /* the final scatter into the output */
 }
 
+/* hier's reduce-scatter style: the window's two phases, the inner
+ * algorithm's compute on a chunk and its communication of the whole
+ * vector's payload; pipelined, the reduce-scatter and the compute of one
+ * segment overlap the communication of the one before. */
+static double hier_scatter_cost(const gcmpi_cost_env *e, gcmpi_algo inner, double bytes)
+{
+    const double node = gcmpi_lin_at(e->node_allreduce, bytes);
+    const double compute = flat_compute(e, e->n_nodes, inner, bytes / e->node_size);
+    const double comm = flat_comm(e, &e->between, e->n_nodes, inner, bytes);
+    const int segs = inner == GCMPI_ALGO_ALLGATHER
+                         ? gcmpi_hier_segment_count((size_t)(bytes / 4), e->node_size,
+                                                    e->segment_floats)
+                         : 1;
+    if (segs < 2) return node + compute + comm;
+    const double scatter = gcmpi_window_scatter_share(e->node_size) * node;
+    const double a = scatter + compute, b = comm;
+    return (node - scatter) + (a > b ? a : b) + (a > b ? b : a) / segs;
+}
+
 double gcmpi_cost_predict(const gcmpi_cost_env *e, gcmpi_algo algo, gcmpi_algo inner, double bytes)
 {
     switch (algo) {
@@ -123,9 +142,7 @@ double gcmpi_cost_predict(const gcmpi_cost_env *e, gcmpi_algo algo, gcmpi_algo i
         /* Only the node's sum is scanned: by each column its part (or by
          * the leader all of it), in flat_compute. */
         if (e->hier_scatter && e->node_size > 1 && bytes / 4 <= 2147483647.0)
-            return gcmpi_lin_at(e->node_allreduce, bytes) +
-                   flat_compute(e, e->n_nodes, inner, bytes / e->node_size) +
-                   flat_comm(e, &e->between, e->n_nodes, inner, bytes);
+            return hier_scatter_cost(e, inner, bytes);
         return gcmpi_lin_at(e->reduce_bcast, bytes) +
                flat_cost(e, &e->between, e->n_nodes, inner, bytes);
     }

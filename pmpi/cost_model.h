@@ -74,6 +74,11 @@ typedef struct gcmpi_cost_env {
                                 equal size, codec not powersgd)             */
     int one_node_window;     /* one node sharing a window: hier is the
                                 window's exact allreduce (node_allreduce)   */
+    size_t segment_floats;   /* hier's reduce-scatter style through the
+                                node's window pipelines an allgather
+                                between nodes in segments of at least this
+                                many floats (gcmpi_hier_segment_count); 0:
+                                it does not (no window)                     */
     /* Seconds per call of x input bytes (lines like the primitives': a
      * small vector is in cache, a large one streams from memory): */
     gcmpi_lin scan;            /* the inf/NaN check every compressed call
@@ -86,6 +91,31 @@ typedef struct gcmpi_cost_env {
     double density;            /* sparse codecs: kept fraction of elements
                                   (sparse_rd's union grows from it); 0: dense  */
 } gcmpi_cost_env;
+
+/* Segments hier's pipeline cuts a rank's chunk into for count floats on
+ * nodes of q ranks, segments of at least segment_floats: as many as fit,
+ * at most 8, none empty (1: unpipelined). The library's rule
+ * (coll_hier_pipe.c) and the model's. */
+static inline int gcmpi_hier_segment_count(size_t count, int q, size_t segment_floats)
+{
+    if (q < 1 || segment_floats == 0) return 1;
+    const size_t longest = (count + (size_t)q - 1) / (size_t)q, shortest = count / (size_t)q;
+    size_t s = (longest + segment_floats - 1) / segment_floats;
+    if (s > 8) s = 8;
+    if (s > shortest) s = shortest;
+    return s > 1 ? (int)s : 1;
+}
+
+/* Of the window's two phases inside a node (node_allreduce), the share of
+ * the reduce-scatter, from the bytes each moves per rank's vector of N:
+ * the copy in (read and write N), the sum (read N, write N/q) against the
+ * chunk's copy in (N/q) and the others' copied out (read and write
+ * (q-1)N/q): (3 + 1/q) / 5. gcmpi-node-bench measured 53-57 ms against
+ * 23 on 2 x 4 ranks at 64 MiB (0.70; this gives 0.65). */
+static inline double gcmpi_window_scatter_share(int q)
+{
+    return q > 0 ? (3.0 + 1.0 / q) / 5.0 : 1.0;
+}
 
 /* Predicted seconds of one allreduce of `bytes` bytes with algo on env
  * (every compressed one also scans what it encodes for inf and NaN
@@ -101,7 +131,11 @@ typedef struct gcmpi_cost_env {
  *                between nodes on the whole vector; reduce-scatter style:
  *                node_allreduce(bytes) + the inner algorithm's compute on
  *                bytes/q per rank + its communication of the whole vector's
- *                payload (q columns share the link between nodes)
+ *                payload (q columns share the link between nodes);
+ *                pipelined (segment_floats, the allgather between nodes,
+ *                S segments): the window's gather + max(A, B) + min(A, B)/S,
+ *                A the window's reduce-scatter and the compute, B the
+ *                communication
  *   sparse_rd    recursive doubling: round r exchanges the union of 2^r
  *                payloads, dense once the union is denser than half
  * Returns INFINITY for an algorithm env cannot run (native without a

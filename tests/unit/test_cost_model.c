@@ -249,3 +249,46 @@ Test(cost_model, hier_spreads_the_codec_work_over_a_node_when_nodes_are_even)
     /* The codec work shrinks by q, the traffic between nodes does not. */
     cr_assert_gt(scatter, gcmpi_lin_at(e.between.allgather, 0.02 * 64e6));
 }
+
+/* hier's pipeline (an allgather between nodes through the window): the
+ * reduce-scatter and the codec work of a segment overlap the link's
+ * traffic of the one before, so the call takes the window's gather, the
+ * slower of the two streams and a segment's worth of the faster. */
+Test(cost_model, hier_pipeline_overlaps_the_node_sum_with_the_link)
+{
+    gcmpi_cost_env e = cluster(8, 4, 1.25e8, 0.25, 0);
+    e.hier_scatter = 1;
+    e.node_size = 4;
+    e.node_allreduce = gcmpi_prims_alpha_beta(4, 1, 1e-6, 10e9).allreduce;
+    const double bytes = 64e6;
+    const double serial = gcmpi_cost_predict(&e, GCMPI_ALGO_HIER, GCMPI_ALGO_ALLGATHER, bytes);
+    e.segment_floats = 256 << 10;
+    const double piped = gcmpi_cost_predict(&e, GCMPI_ALGO_HIER, GCMPI_ALGO_ALLGATHER, bytes);
+    const int segs = gcmpi_hier_segment_count((size_t)(bytes / 4), 4, e.segment_floats);
+    cr_assert_eq(segs, 8);
+    const double node = gcmpi_lin_at(e.node_allreduce, bytes);
+    const double scatter = gcmpi_window_scatter_share(4) * node;
+    /* the allgather of the column's payloads (sizes, then 1/4 of 64 MB per
+     * node); the compute is what the unpipelined call adds to both */
+    const double comm = gcmpi_lin_at(e.between.allgather, 8) +
+                        gcmpi_lin_at(e.between.allgather, 0.25 * bytes);
+    const double compute = serial - node - comm;
+    const double slow = fmax(scatter + compute, comm), fast = fmin(scatter + compute, comm);
+    cr_assert_float_eq(piped, node - scatter + slow + fast / segs, 1e-9 * serial);
+    cr_assert_lt(piped, serial);
+    /* rsag between nodes is not pipelined */
+    const double rsag_serial = gcmpi_cost_predict(&e, GCMPI_ALGO_HIER, GCMPI_ALGO_RSAG, bytes);
+    e.segment_floats = 0;
+    cr_assert_float_eq(gcmpi_cost_predict(&e, GCMPI_ALGO_HIER, GCMPI_ALGO_RSAG, bytes), rsag_serial,
+                       1e-12);
+}
+
+Test(cost_model, hier_segments_are_at_most_eight_and_never_empty)
+{
+    cr_assert_eq(gcmpi_hier_segment_count(1 << 24, 4, 0), 1);          /* no window */
+    cr_assert_eq(gcmpi_hier_segment_count(1 << 24, 4, 1 << 18), 8);    /* 4 Mi floats a chunk */
+    cr_assert_eq(gcmpi_hier_segment_count(1 << 21, 4, 1 << 18), 2);    /* 512 Ki a chunk */
+    cr_assert_eq(gcmpi_hier_segment_count((1 << 20) - 1, 4, 1 << 18), 1);
+    cr_assert_eq(gcmpi_hier_segment_count(10, 4, 1), 2);               /* chunks of 3, 3, 2, 2 */
+    cr_assert_eq(gcmpi_hier_segment_count(3, 4, 1), 1);                /* an empty chunk */
+}
