@@ -24,6 +24,8 @@
  * (node_shm.c) where its ranks share memory and GCMPI_NODE_SHM is on, else
  * through PMPI_Reduce_scatter and PMPI_Allgatherv. Every rank encodes 1/q of the vector instead
  * of one rank all of it, and q columns share the link between nodes.
+ * Through the window, where the columns run the allgather, the sum and
+ * the exchange go segment by segment and overlap (coll_hier_pipe.c).
  * Chunk i is summed by one column whose members end identical, and every
  * rank of a node receives the same chunk bytes: still bit-identical.
  * Uneven nodes, counts above INT_MAX and powersgd (its state is shaped by
