@@ -91,6 +91,11 @@
       "hier: sum and gather inside a node through an MPI shared-memory window (one copy) "    \
       "instead of MPI_Reduce_scatter and MPI_Allgatherv, made to fit the room /dev/shm has "  \
       "(through MPI where none is left); 0 = through MPI")                                    \
+    X(HIER_SEGMENT, "GCMPI_HIER_SEGMENT", "size or off", "1M",                                 \
+      "off, or a size >= 4 (bytes)",                                                            \
+      "hier between nodes with an allgather (sparse codecs up to 8 nodes, any codec on 2): "  \
+      "a rank's chunk goes in up to 8 segments of at least this many bytes, each summed in "  \
+      "the node while the one before crosses the link; off = the whole chunk at once")        \
     X(SEED, "GCMPI_SEED", "uint64", "42", "0..2^64-1 (decimal or 0x hex)",                     \
       "seed of stochastic rounding and random selection (same on every rank)")                \
     X(COMM, "GCMPI_COMM", "list", "world", "world, all, or up to 16 comma-separated names; "  \

@@ -100,6 +100,7 @@ uint64_t gcmpi_config_hash(const gcmpi_config *cfg)
     mix_u64(&s, (uint64_t)cfg->algo);
     mix_u64(&s, (uint64_t)(int64_t)cfg->node_size);
     mix_u64(&s, (uint64_t)cfg->node_shm); /* both ways of a node's phases are collective */
+    mix_u64(&s, cfg->hier_segment);       /* the segments are exchanged between nodes */
     mix_u64(&s, cfg->seed);
     mix_u64(&s, (uint64_t)cfg->comm);
     if (cfg->comm == GCMPI_COMM_NAMES) {
@@ -227,6 +228,8 @@ size_t gcmpi_config_describe(const gcmpi_config *cfg, char *buf, size_t len)
     else put(&w, "%s=auto\n", n[CFG_NODE_SIZE]);
     put(&w, "%s=%s\n", n[CFG_AUTO_CACHE], cfg->auto_cache);
     put(&w, "%s=%d\n", n[CFG_NODE_SHM], cfg->node_shm);
+    if (cfg->hier_segment) put_size(&w, n[CFG_HIER_SEGMENT], cfg->hier_segment);
+    else put(&w, "%s=off\n", n[CFG_HIER_SEGMENT]);
     put(&w, "%s=%" PRIu64 "\n", n[CFG_SEED], cfg->seed);
     if (cfg->comm == GCMPI_COMM_WORLD_ONLY) put(&w, "%s=world", n[CFG_COMM]);
     else if (cfg->comm == GCMPI_COMM_ALL) put(&w, "%s=all", n[CFG_COMM]);

@@ -57,6 +57,9 @@ typedef struct gcmpi_config {
     int node_size;                    /* GCMPI_NODE_SIZE: ranks per node, 0 = auto */
     int node_shm;                     /* GCMPI_NODE_SHM: hier's phases inside a node
                                          through a shared window (pmpi/node_shm.c) */
+    uint64_t hier_segment;            /* GCMPI_HIER_SEGMENT: least bytes of a segment of
+                                         hier's pipeline (pmpi/coll_hier_pipe.c);
+                                         0 = off */
     uint64_t seed;                    /* GCMPI_SEED */
     gcmpi_comm_select comm;           /* GCMPI_COMM */
     int n_comm_names;

@@ -89,6 +89,7 @@ Test(defaults, empty_environment_gives_the_documented_values)
     cr_assert_eq(cfg.ef_max_bytes, 1ull << 30);
     cr_assert_eq(cfg.min_bytes, 4096);
     cr_assert_eq(cfg.algo, GCMPI_ALGO_AUTO);
+    cr_assert_eq(cfg.hier_segment, 1u << 20);
     cr_assert_eq(cfg.seed, 42);
     cr_assert_eq(cfg.comm, GCMPI_COMM_WORLD_ONLY);
     cr_assert_eq(cfg.stats_stderr, 0);
@@ -253,6 +254,20 @@ Test(values, sizes_take_binary_suffixes)
     cr_assert_eq(cfg.params.bucket, 1000);
     cr_assert_eq(cfg.min_bytes, 0);
     cr_assert_eq(cfg.ef_max_bytes, 16777215ull << 30);
+}
+
+Test(values, hier_segment_is_a_size_or_off)
+{
+    load_ok(ENV("GCMPI_HIER_SEGMENT=256K"));
+    cr_assert_eq(cfg.hier_segment, 256u << 10);
+    load_ok(ENV("GCMPI_HIER_SEGMENT=OFF"));
+    cr_assert_eq(cfg.hier_segment, 0);
+    load_ok(ENV("GCMPI_HIER_SEGMENT=4"));
+    cr_assert_eq(cfg.hier_segment, 4);
+    load_fails_with(ENV("GCMPI_HIER_SEGMENT=3"),
+                    "libgcmpi: GCMPI_HIER_SEGMENT=3 is out of range; expected off, or a size >= 4 (bytes)");
+    load_fails_with(ENV("GCMPI_HIER_SEGMENT=big"),
+                    "libgcmpi: GCMPI_HIER_SEGMENT=big is not a size; expected off, or a size >= 4 (bytes)");
 }
 
 Test(values, integers_and_auto)
