@@ -83,8 +83,8 @@ static void usage(FILE *f)
             "  --node-shm 0|1   hier inside a node through a shared window (1, default) or\n"
             "                   MPI_Reduce_scatter and MPI_Allgatherv (0): GCMPI_NODE_SHM\n"
             "  --segment S      hier's pipeline between nodes: segments of a rank's chunk\n"
-            "                   of at least S bytes (default 1M); S above every chunk: hier\n"
-            "                   unpipelined\n"
+            "                   of at least S bytes (GCMPI_HIER_SEGMENT; default 1M); S\n"
+            "                   above every chunk: hier unpipelined\n"
             "  --predict        print the cost model's prediction beside each time\n"
             "  --op OP          allreduce (default) or allgather: the compressed MPI_Allgather\n"
             "                   of a block of each size per rank (algorithms allgather: flat,\n"
@@ -468,6 +468,7 @@ static void configure(gcmpi_config *cfg, const options *o, const gc_codec *codec
     cfg->algo = algo;
     cfg->node_size = o->node_size;
     cfg->node_shm = o->node_shm;
+    if (o->segment) cfg->hier_segment = o->segment;
     /* The model of this run, measured here: --predict checks it against
      * this run's times. */
     snprintf(cfg->auto_cache, sizeof cfg->auto_cache, "off");
@@ -595,7 +596,6 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) ? 0 : 2;
     }
-    gcmpi_hier_set_segment_floats(o.segment / sizeof(float));
     size_t max_bytes = 0;
     for (int i = 0; i < o.n_sizes; i++) max_bytes = o.sizes[i] > max_bytes ? o.sizes[i] : max_bytes;
     const size_t max_n = max_bytes / sizeof(float);

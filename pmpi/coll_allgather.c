@@ -139,10 +139,20 @@ int gcmpi_coll_encode_and_gather(gcmpi_coll_ctx *ctx, const float *in, size_t co
     return gcmpi_coll_allgather_payloads(ctx, send, len, bound, got);
 }
 
+size_t gcmpi_coll_decode_all(gcmpi_coll_ctx *ctx, const gcmpi_gathered *got, float *out,
+                             size_t count)
+{
+    memset(out, 0, count * sizeof(float));
+    size_t r = 0;
+    for (int k = 0; k < ctx->size && !gc_is_error(r); k++)
+        r = gc_decode_add_as(ctx->cfg->codec, got->buf + got->off[k], (size_t)got->len[k], out,
+                             count, ctx->ws);
+    return r;
+}
+
 int gcmpi_allreduce_allgather(gcmpi_coll_ctx *ctx, const float *in, float *out,
                               size_t count, gcmpi_ef_slot *ef)
 {
-    const gcmpi_config *cfg = ctx->cfg;
     gcmpi_call_stats *st = ctx->stats;
     gcmpi_gathered got;
     int rc = gcmpi_coll_encode_and_gather(ctx, in, count, ef, &got);
@@ -150,11 +160,7 @@ int gcmpi_allreduce_allgather(gcmpi_coll_ctx *ctx, const float *in, float *out,
 
     /* in is fully consumed by the encode: out may alias it. */
     double t0 = PMPI_Wtime();
-    memset(out, 0, count * sizeof(float));
-    size_t r = 0;
-    for (int k = 0; k < ctx->size && !gc_is_error(r); k++)
-        r = gc_decode_add_as(cfg->codec, got.buf + got.off[k], (size_t)got.len[k], out, count,
-                             ctx->ws);
+    const size_t r = gcmpi_coll_decode_all(ctx, &got, out, count);
     st->decode_s += PMPI_Wtime() - t0;
     return gcmpi_coll_mpi_error(gc_error_code(r));
 }

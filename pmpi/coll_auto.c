@@ -577,9 +577,9 @@ static void model_from(gcmpi_coll_ctx *ctx, const gcmpi_nodes *nodes, const doub
     e->node_size = nodes->max_node_size;
     e->hier_scatter = gcmpi_hier_scatter_style(cfg, nodes, 1);
     e->one_node_window = gcmpi_hier_one_node_window(cfg, nodes, 1);
-    /* Where hier's nodes sum through the window, it pipelines its
-     * allgather between nodes (coll_hier_pipe.c). */
-    e->segment_floats = nodes->shm_possible && cfg->node_shm ? gcmpi_hier_segment_floats() : 0;
+    /* hier pipelines its allgather between nodes (coll_hier_pipe.c); only
+     * the configuration decides, the same on every rank. */
+    e->segment_floats = (size_t)(cfg->hier_segment / sizeof(float));
     double xc[CODEC_N_POINTS];
     for (int k = 0; k < CODEC_N_POINTS; k++)
         xc[k] = (double)(CODEC_POINTS[k].floats * sizeof(float));

@@ -436,10 +436,20 @@ static float *node_host_vector(size_t count)
     return gcmpi_device_host_buffer(GCMPI_DEV_HOST_NODE, count * sizeof(float));
 }
 
+/* The pipeline's payloads: page-locked, where the kernels write them. */
+static uint8_t *pinned_payloads(gcmpi_coll_ctx *ctx, size_t bytes)
+{
+    (void)ctx;
+    return gcmpi_device_host_buffer(GCMPI_DEV_HOST_PAYLOAD, bytes);
+}
+
 static const gcmpi_hier_vec_ops device_vectors = {
     .stage = stage_copy,
     .host_vector = node_host_vector,
     .run = run_kernels,
+    .payloads = pinned_payloads,
+    .encode = dev_encode,
+    .decode_all = dev_decode_all,
 };
 
 /* 1 when hier on count floats runs here: kernels for the algorithm

@@ -228,17 +228,39 @@ static int by_chunks(const gcmpi_config *cfg, const gcmpi_nodes *n, size_t count
  * vectors where every column runs the flat allgather: decided alike on
  * every rank of a node (its chunks are of two lengths at most, both
  * asked) and of a column. */
-static int pipelines(const gcmpi_coll_ctx *ctx, const gcmpi_nodes *n,
-                     const gcmpi_hier_vec_ops *ops, size_t count)
+static _Thread_local int last_segments;
+
+int gcmpi_hier_last_segments(void)
+{
+    return last_segments;
+}
+
+static int pipelines(const gcmpi_coll_ctx *ctx, const gcmpi_nodes *n, size_t count)
 {
     const int q = n->node_size;
-    return !ops->stage && n->n_nodes > 1 && gcmpi_hier_segments(count, q) > 1 &&
+    return n->n_nodes > 1 && gcmpi_hier_segments(ctx->cfg, count, q) > 1 &&
            between_algo(ctx, n, gcmpi_chunk_len(count, q, 0)) == GCMPI_ALGO_ALLGATHER &&
            between_algo(ctx, n, gcmpi_chunk_len(count, q, q - 1)) == GCMPI_ALGO_ALLGATHER;
 }
 
+static uint8_t *host_payloads(gcmpi_coll_ctx *ctx, size_t bytes)
+{
+    return gcmpi_scratch_get(ctx->scratch, GCMPI_SCR_RECV, bytes);
+}
+
+static size_t host_encode(gcmpi_coll_ctx *ctx, const float *g, float *r, float *u, size_t n,
+                          uint64_t seed, void *dst, size_t cap)
+{
+    return gcmpi_coll_encode(ctx, g, r, u, n, seed, dst, cap);
+}
+
 /* Host vectors: the node's phases work on in and out themselves. */
-static const gcmpi_hier_vec_ops host_vectors = {.run = gcmpi_coll_run};
+static const gcmpi_hier_vec_ops host_vectors = {
+    .run = gcmpi_coll_run,
+    .payloads = host_payloads,
+    .encode = host_encode,
+    .decode_all = gcmpi_coll_decode_all,
+};
 
 /* The vectors the node's phases run on: in and out themselves, or, where
  * ops stages (device vectors), one host copy of in for both (0: no memory
@@ -290,15 +312,14 @@ static int hier_scatter(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, const gcmpi_hier_ve
     int rc = MPI_SUCCESS;
     int sum_finite = 0; /* the window's sum found free of inf and NaN */
     int inner_rc = MPI_SUCCESS;
-    int piped = 0; /* the pipeline summed every chunk between nodes */
-    if (shm && pipelines(ctx, n, ops, count)) {
-        rc = gcmpi_hier_pipeline(ctx, n, hin, hout, count, ef, &inner_rc);
-        if (rc == GCMPI_NODE_SHM_NO_ROOM) shm = gcmpi_hier_window_gone(n);
-        piped = rc != GCMPI_NODE_SHM_NO_ROOM && rc != GCMPI_HIER_UNPIPELINED;
-        if (piped && rc != MPI_SUCCESS) return rc;
-        rc = MPI_SUCCESS;
-    }
-    if (!piped) {
+    /* Every rank of the communicator takes the same way (only shared
+     * figures decide), so columns meet in the same messages. */
+    const int piped = pipelines(ctx, n, count);
+    last_segments = piped ? gcmpi_hier_segments(ctx->cfg, count, q) : 0;
+    if (piped) {
+        rc = gcmpi_hier_pipeline(ctx, n, ops, hin, hout, out, count, ef, &shm, &local, &inner_rc);
+        if (rc != MPI_SUCCESS) return rc;
+    } else {
         if (shm) {
             rc = gcmpi_node_shm_reduce_scatter(&n->shm, n->node, hin, hout, counts, displs,
                                                &sum_finite);

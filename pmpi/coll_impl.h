@@ -76,11 +76,22 @@ int gcmpi_native_q_usable(const float *q, size_t n);
  * nodes (a column's on its chunk, or the leaders' on the node sum) runs
  * on the vector with run (the host's gcmpi_coll_run, or the GPU
  * kernels). */
+struct gcmpi_gathered;
 typedef struct gcmpi_hier_vec_ops {
     int (*stage)(void *dst, const void *src, size_t bytes);
     float *(*host_vector)(size_t count);
     int (*run)(gcmpi_coll_ctx *ctx, gcmpi_algo algo, const float *in, float *out, size_t count,
                gcmpi_ef_slot *ef);
+    /* The pipeline's (coll_hier_pipe.c) pieces of the column's allgather,
+     * where run works: host memory for the payloads (bytes; NULL: none
+     * left), an encode of g[0..n) with the residual r and DGC's u into
+     * host dst (gcmpi_coll_encode's choice), and out[0..n) zeroed then
+     * every gathered payload added in rank order (a gc error or 0). */
+    uint8_t *(*payloads)(gcmpi_coll_ctx *ctx, size_t bytes);
+    size_t (*encode)(gcmpi_coll_ctx *ctx, const float *g, float *r, float *u, size_t n,
+                     uint64_t seed, void *dst, size_t cap);
+    size_t (*decode_all)(gcmpi_coll_ctx *ctx, const struct gcmpi_gathered *got, float *out,
+                         size_t n);
 } gcmpi_hier_vec_ops;
 /* 1 when the communicator's node split is known (its cache; built here
  * collectively if need be; 0 without a cache), with the algorithm run
@@ -98,27 +109,25 @@ int gcmpi_hier_scatter_style(const gcmpi_config *cfg, const gcmpi_nodes *n, size
  * Returns 0 (no window). */
 int gcmpi_hier_window_gone(gcmpi_nodes *n);
 /* hier's reduce-scatter style as a pipeline (coll_hier_pipe.c): the
- * node's window sum of in and the columns' flat allgather of the chunks
- * in segments that overlap, leaving in out each rank's chunk summed over
- * the whole communicator (the caller gathers the node's chunks), with
- * *inner_rc the columns' agreed code. For host vectors through the window
- * where every column runs the allgather. Returns MPI_SUCCESS or an MPI
- * error of the node; GCMPI_NODE_SHM_NO_ROOM when the window did not fit
- * (nothing done), or GCMPI_HIER_UNPIPELINED where count makes fewer than
- * two segments (nothing done): the caller then runs unpipelined. */
-#define GCMPI_HIER_UNPIPELINED (-2)
-int gcmpi_hier_pipeline(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, const float *in, float *out,
-                        size_t count, gcmpi_ef_slot *ef, int *inner_rc);
-/* Segments of a chunk for count floats on nodes of q ranks (1: none), the
- * same on every rank. */
-int gcmpi_hier_segments(size_t count, int q);
-/* Tests and benchmarks: the fewest floats of a segment (0: the default,
- * 256 Ki), and how many segments this thread's last pipelined hier call
- * ran (0: it ran unpipelined). */
-void gcmpi_hier_set_segment_floats(size_t floats);
+ * node's sum of hin (into hout, host vectors: through the window while
+ * *shm, else MPI) and the columns' allgather of the chunks, in segments
+ * that overlap. Each segment of this rank's chunk goes to out (where
+ * ops->encode works: hout itself, or through ops->stage the device
+ * vector) and comes back there summed over the whole communicator, then
+ * to hout, whose chunks the caller gathers. *inner_rc: the columns'
+ * agreed code; *local: a staging failure of this rank. Returns
+ * MPI_SUCCESS or an MPI error of the node. Run by every rank exactly
+ * where gcmpi_hier_pipelines says so. */
+int gcmpi_hier_pipeline(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, const gcmpi_hier_vec_ops *ops,
+                        const float *hin, float *hout, float *out, size_t count,
+                        gcmpi_ef_slot *ef, int *shm, int *local, int *inner_rc);
+/* Segments of a chunk for count floats on nodes of q ranks under cfg (1:
+ * none; a segment's message must fit an int count): from what every rank
+ * shares, so all take the same way. */
+int gcmpi_hier_segments(const gcmpi_config *cfg, size_t count, int q);
+/* Tests: how many segments this thread's last hier call of the
+ * reduce-scatter style ran (0: unpipelined). */
 int gcmpi_hier_last_segments(void);
-/* The fewest floats of a segment now (the model's segment_floats). */
-size_t gcmpi_hier_segment_floats(void);
 /* ef for an overflow step (inf or NaN in the input): its slot without the
  * residual and the momentum, which must not take the value (in *bare), or
  * NULL without a slot. */
@@ -205,6 +214,11 @@ int gcmpi_coll_allgather_payloads(gcmpi_coll_ctx *ctx, uint8_t *send, size_t len
  * alias it. */
 int gcmpi_coll_encode_and_gather(gcmpi_coll_ctx *ctx, const float *in, size_t count,
                                  gcmpi_ef_slot *ef, gcmpi_gathered *got);
+
+/* out[0..count) = 0, then every rank's gathered payload added in rank
+ * order (ctx->size of them). Returns 0 or a gc error. */
+size_t gcmpi_coll_decode_all(gcmpi_coll_ctx *ctx, const gcmpi_gathered *got, float *out,
+                             size_t count);
 
 /* ---- errors -------------------------------------------------------------- */
 
