@@ -7,8 +7,8 @@
 # coding by rsag, sign) and on the host
 # (topk), byte-equal to the same calls on host buffers, GCMPI_MOMENTUM
 # included (u and m on the device; one rank's buffer moved; a call with
-# odd ranks on host buffers); hier at 4 ranks in emulated nodes of 2 and
-# its leader style at 3; sparse_rd at 4; int,
+# odd ranks on host buffers); hier at 4 ranks in emulated nodes of 2
+# (pipelined too) and its leader style at 3; sparse_rd at 4; int,
 # double, MAX and small calls staged, exact; auto's trial on a 64 MiB
 # device gradient (topk, int8) and of an MPI_Allgather (int8). Writes
 # $OUT/step2-*.log and
@@ -72,6 +72,14 @@ NP=4
 one hier-int8 0.05 int8 hier GCMPI_NODE_SIZE=2
 one hier-topk 2 topk hier GCMPI_NODE_SIZE=2
 one hier-momentum-topk 10 topk hier GCMPI_NODE_SIZE=2 GCMPI_MOMENTUM=0.9
+# hier's pipeline (segments of 1 Ki floats, 8 a chunk): each segment of
+# the node's sum staged to the device, encoded into page-locked payloads
+# and decoded by the kernels, byte-equal to the same calls on host buffers.
+NAME=hier-pipelined-int8
+one hier-int8 0.05 int8 hier GCMPI_NODE_SIZE=2 GCMPI_HIER_SEGMENT=4K
+NAME=hier-pipelined-topk
+one hier-topk 2 topk hier GCMPI_NODE_SIZE=2 GCMPI_HIER_SEGMENT=4K
+NAME=
 # sparse_rd: sets made and placed by the kernels, merged on the host
 # (0.25: dense in the last round; 0.02 without warm-up: sparse throughout).
 one sparse_rd-topk 2 topk sparse_rd
