@@ -24,8 +24,8 @@
  * (node_shm.c) where its ranks share memory and GCMPI_NODE_SHM is on, else
  * through PMPI_Reduce_scatter and PMPI_Allgatherv. Every rank encodes 1/q of the vector instead
  * of one rank all of it, and q columns share the link between nodes.
- * Through the window, where the columns run the allgather, the sum and
- * the exchange go segment by segment and overlap (coll_hier_pipe.c).
+ * Where the columns run the allgather, the sum and the exchange go
+ * segment by segment and overlap (coll_hier_pipe.c).
  * Chunk i is summed by one column whose members end identical, and every
  * rank of a node receives the same chunk bytes: still bit-identical.
  * Uneven nodes, counts above INT_MAX and powersgd (its state is shaped by
@@ -224,10 +224,7 @@ static int by_chunks(const gcmpi_config *cfg, const gcmpi_nodes *n, size_t count
     return gcmpi_hier_scatter_style(cfg, n, count) || gcmpi_hier_one_node_window(cfg, n, count);
 }
 
-/* hier pipelines its reduce-scatter style (coll_hier_pipe.c) on host
- * vectors where every column runs the flat allgather: decided alike on
- * every rank of a node (its chunks are of two lengths at most, both
- * asked) and of a column. */
+/* Segments of this thread's last call of the reduce-scatter style (tests). */
 static _Thread_local int last_segments;
 
 int gcmpi_hier_last_segments(void)
@@ -235,6 +232,10 @@ int gcmpi_hier_last_segments(void)
     return last_segments;
 }
 
+/* hier pipelines its reduce-scatter style (coll_hier_pipe.c) where every
+ * column runs the flat allgather, on host or device vectors, through the
+ * window or MPI: decided from what every rank shares (a node's chunks are
+ * of two lengths at most, both asked), so all take the same way. */
 static int pipelines(const gcmpi_coll_ctx *ctx, const gcmpi_nodes *n, size_t count)
 {
     const int q = n->node_size;
