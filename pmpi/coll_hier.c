@@ -232,16 +232,20 @@ int gcmpi_hier_last_segments(void)
     return last_segments;
 }
 
-/* hier pipelines its reduce-scatter style (coll_hier_pipe.c) where every
- * column runs the flat allgather, on host or device vectors, through the
- * window or MPI: decided from what every rank shares (a node's chunks are
- * of two lengths at most, both asked), so all take the same way. */
-static int pipelines(const gcmpi_coll_ctx *ctx, const gcmpi_nodes *n, size_t count)
+/* The segments hier pipelines its reduce-scatter style in
+ * (coll_hier_pipe.c), 0 where it does not: where every column runs the
+ * flat allgather, on host or device vectors, through the window or MPI.
+ * Decided from what every rank shares (a node's chunks are of two lengths
+ * at most, both asked), so all take the same way. */
+static int pipeline_segments(const gcmpi_coll_ctx *ctx, const gcmpi_nodes *n, size_t count)
 {
     const int q = n->node_size;
-    return n->n_nodes > 1 && gcmpi_hier_segments(ctx->cfg, count, q) > 1 &&
-           between_algo(ctx, n, gcmpi_chunk_len(count, q, 0)) == GCMPI_ALGO_ALLGATHER &&
-           between_algo(ctx, n, gcmpi_chunk_len(count, q, q - 1)) == GCMPI_ALGO_ALLGATHER;
+    if (n->n_nodes < 2 ||
+        between_algo(ctx, n, gcmpi_chunk_len(count, q, 0)) != GCMPI_ALGO_ALLGATHER ||
+        between_algo(ctx, n, gcmpi_chunk_len(count, q, q - 1)) != GCMPI_ALGO_ALLGATHER)
+        return 0;
+    const int segs = gcmpi_hier_segments(ctx->cfg, count, q);
+    return segs > 1 ? segs : 0;
 }
 
 static uint8_t *host_payloads(gcmpi_coll_ctx *ctx, size_t bytes)
@@ -315,10 +319,10 @@ static int hier_scatter(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, const gcmpi_hier_ve
     int inner_rc = MPI_SUCCESS;
     /* Every rank of the communicator takes the same way (only shared
      * figures decide), so columns meet in the same messages. */
-    const int piped = pipelines(ctx, n, count);
-    last_segments = piped ? gcmpi_hier_segments(ctx->cfg, count, q) : 0;
-    if (piped) {
-        rc = gcmpi_hier_pipeline(ctx, n, ops, hin, hout, out, count, ef, &shm, &local, &inner_rc);
+    last_segments = pipeline_segments(ctx, n, count);
+    if (last_segments) {
+        rc = gcmpi_hier_pipeline(ctx, n, ops, hin, hout, out, count, last_segments, ef, &shm,
+                                 &local, &inner_rc);
         if (rc != MPI_SUCCESS) return rc;
     } else {
         if (shm) {

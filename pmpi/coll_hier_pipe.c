@@ -220,11 +220,10 @@ static int node_sum(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, int *shm, const float *
 }
 
 int gcmpi_hier_pipeline(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, const gcmpi_hier_vec_ops *ops,
-                        const float *hin, float *hout, float *out, size_t count,
+                        const float *hin, float *hout, float *out, size_t count, int segs,
                         gcmpi_ef_slot *ef, int *shm, int *local, int *inner_rc)
 {
     const int q = n->node_size, me = n->node_rank;
-    const int segs = gcmpi_hier_segments(ctx->cfg, count, q);
     *inner_rc = MPI_SUCCESS;
     pipe pp;
     int rc = MPI_SUCCESS;

@@ -116,10 +116,10 @@ int gcmpi_hier_window_gone(gcmpi_nodes *n);
  * vector) and comes back there summed over the whole communicator, then
  * to hout, whose chunks the caller gathers. *inner_rc: the columns'
  * agreed code; *local: a staging failure of this rank. Returns
- * MPI_SUCCESS or an MPI error of the node. Run by every rank exactly
- * where gcmpi_hier_pipelines says so. */
+ * MPI_SUCCESS or an MPI error of the node. segs: gcmpi_hier_segments
+ * (at least 2), the same on every rank, which all run it alike. */
 int gcmpi_hier_pipeline(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, const gcmpi_hier_vec_ops *ops,
-                        const float *hin, float *hout, float *out, size_t count,
+                        const float *hin, float *hout, float *out, size_t count, int segs,
                         gcmpi_ef_slot *ef, int *shm, int *local, int *inner_rc);
 /* Segments of a chunk for count floats on nodes of q ranks under cfg (1:
  * none; a segment's message must fit an int count): from what every rank
