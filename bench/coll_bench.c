@@ -509,12 +509,13 @@ static void print_model(const gcmpi_auto_model *model, const gc_codec *codec)
             "gcmpi-coll-bench: model %s: %d ranks, %d nodes of <= %d; encode "
             "%.3g GB/s, decode %.3g GB/s, payload %.4g of the input; allreduce "
             "of 16 MiB %.3g ms, allgather of 1 MiB blocks %.3g ms, in a node "
-            "(16 MiB) %.3g ms\n",
+            "(16 MiB) %.3g ms, hier's columns %.3gx the leaders' time\n",
             gc_codec_name(codec), e->p, e->n_nodes, e->node_size,
             1e-9 * gcmpi_lin_rate_of(e->encode), 1e-9 * gcmpi_lin_rate_of(e->decode),
             e->payload_ratio, 1e3 * gcmpi_lin_at(e->flat.allreduce, 16 << 20),
             1e3 * gcmpi_lin_at(e->flat.allgather, 1 << 20),
-            1e3 * gcmpi_lin_at(e->node_allreduce, 16 << 20));
+            1e3 * gcmpi_lin_at(e->node_allreduce, 16 << 20),
+            e->column_share > 0 ? e->column_share : 1.0);
 }
 
 /* Readies the compressed MPI_Allgather's case of codec and way at n

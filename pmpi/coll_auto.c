@@ -90,6 +90,7 @@ enum {
     B_AR1, B_AR2, B_AG1, B_AG2, B_A2A1, B_A2A2, B_AR3, B_AG3, B_A2A3, B_X, B_XG, /* between */
     B_AR4, B_A2A4, B_X4, B_ARS,
     N_RB1, N_RB2, N_AR1, N_AR2, N_ARM, N_ARS, /* in a node */
+    H_COLS, /* hier's columns all at once (column_share) */
     C_SCAN, C_ENC = C_SCAN + 3, C_DEC = C_ENC + 3, /* codec, at CODEC_POINTS */
     C_RATIO = C_DEC + 3,
     FIGURES
@@ -257,6 +258,52 @@ static double time_node_window(gcmpi_nodes *n, uint8_t *a, uint8_t *b, size_t by
         if (over_budget(t, i + 1)) return settled(t, i + 1);
     }
     return settled(t, repeats);
+}
+
+/* hier's q columns all-gathering at once, each member a block of
+ * lead/q bytes: the seconds of the slowest rank, the median of up to
+ * COLS_RUNS runs. The model holds it against the leaders' allgather line
+ * at blocks of lead (the same bytes across the link) and scales hier's
+ * traffic between nodes by the ratio. On the emulated 2 x 4 cluster
+ * (1 Gbit/s, 8 ranks on 2 cores) the leaders alone moved 110-118 MB/s at
+ * 8-32 MiB and the four columns 72-90 MB/s, and the model, which had only
+ * the leaders' line, put hier's int8 call at 0.67x its time. Timing the
+ * leaders again beside the columns gave no steadier ratio: their 8 MiB
+ * runs took either 70-86 or 139-163 ms. Collective over comm (every rank
+ * on a node of n); the same figure on every rank. */
+#define COLS_BYTES ((size_t)8 << 20)
+#define COLS_RUNS 5
+#define COLS_BUDGET_S 0.5
+
+static size_t columns_lead_bytes(int n_nodes)
+{
+    /* Each leader would receive about COLS_BYTES whatever the node count. */
+    const size_t lead = COLS_BYTES / (size_t)(n_nodes > 1 ? n_nodes - 1 : 1);
+    return lead < LARGE_GATHER_BYTES ? LARGE_GATHER_BYTES : lead;
+}
+
+static double time_columns(gcmpi_nodes *n, MPI_Comm comm, uint8_t *a, uint8_t *b)
+{
+    const size_t col = columns_lead_bytes(n->n_nodes) / (size_t)n->node_size;
+    fill_input(a, col);
+    /* Connections first: Open MPI opens them at a pair's first message. */
+    int rc = PMPI_Allgather(a, 1, MPI_BYTE, b, 1, MPI_BYTE, n->column);
+    double t[COLS_RUNS], spent = 0.0;
+    int runs = 0;
+    while (rc == MPI_SUCCESS && runs < COLS_RUNS) {
+        rc = PMPI_Barrier(comm);
+        const double t0 = PMPI_Wtime();
+        if (rc == MPI_SUCCESS)
+            rc = PMPI_Allgather(a, (int)col, MPI_BYTE, b, (int)col, MPI_BYTE, n->column);
+        const double mine = PMPI_Wtime() - t0;
+        if (rc == MPI_SUCCESS) rc = PMPI_Allreduce(&mine, &t[runs], 1, MPI_DOUBLE, MPI_MAX, comm);
+        if (rc != MPI_SUCCESS) break;
+        spent += t[runs++];
+        if (runs >= 3 && spent > COLS_BUDGET_S) break; /* the same on every rank */
+    }
+    if (rc != MPI_SUCCESS || runs == 0) return 0.0;
+    qsort(t, (size_t)runs, sizeof *t, cmp_double);
+    return t[(runs - 1) / 2];
 }
 
 /* f[0 .. COMM_FIGURES-1] in the order of the flat block. Collective over
@@ -453,6 +500,9 @@ static int measure(gcmpi_coll_ctx *ctx, gcmpi_nodes *nodes, double *f)
         if (nodes->leaders != MPI_COMM_NULL && nodes->n_nodes > 1)
             measure_comm(nodes->leaders, &f[B_AR1], a, b, big);
         if (nodes->n_nodes > 1 && nodes->node_size > 1) rc = node_wait_quietly(nodes->node);
+        if (rc == MPI_SUCCESS && nodes->n_nodes > 1 && nodes->node_size > 1 &&
+            gcmpi_hier_scatter_style(cfg, nodes, 1))
+            f[H_COLS] = time_columns(nodes, ctx->comm, a, b);
         if (nodes->node_size > 1 && !gcmpi_hier_scatter_style(cfg, nodes, 1) &&
             !gcmpi_hier_one_node_window(cfg, nodes, 1)) {
             /* Only hier's leader style reduces and broadcasts. */
@@ -580,6 +630,9 @@ static void model_from(gcmpi_coll_ctx *ctx, const gcmpi_nodes *nodes, const doub
     /* hier pipelines its allgather between nodes (coll_hier_pipe.c); only
      * the configuration decides, the same on every rank. */
     e->segment_floats = (size_t)(cfg->hier_segment / sizeof(float));
+    /* The columns' point against the leaders' line for the same bytes. */
+    const double leaders = gcmpi_lin_at(e->between.allgather, (double)columns_lead_bytes(nn));
+    e->column_share = agreed[H_COLS] > 0 && leaders > 0 ? agreed[H_COLS] / leaders : 0.0;
     double xc[CODEC_N_POINTS];
     for (int k = 0; k < CODEC_N_POINTS; k++)
         xc[k] = (double)(CODEC_POINTS[k].floats * sizeof(float));

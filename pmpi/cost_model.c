@@ -120,7 +120,8 @@ static double hier_scatter_cost(const gcmpi_cost_env *e, gcmpi_algo inner, doubl
 {
     const double node = gcmpi_lin_at(e->node_allreduce, bytes);
     const double compute = flat_compute(e, e->n_nodes, inner, bytes / e->node_size);
-    const double comm = flat_comm(e, &e->between, e->n_nodes, inner, bytes);
+    const double share = e->column_share > 0 ? e->column_share : 1.0;
+    const double comm = share * flat_comm(e, &e->between, e->n_nodes, inner, bytes);
     const int segs = inner == GCMPI_ALGO_ALLGATHER
                          ? gcmpi_hier_segment_count((size_t)(bytes / 4), e->node_size,
                                                     e->segment_floats)

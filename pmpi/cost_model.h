@@ -74,6 +74,10 @@ typedef struct gcmpi_cost_env {
                                 equal size, codec not powersgd)             */
     int one_node_window;     /* one node sharing a window: hier is the
                                 window's exact allreduce (node_allreduce)   */
+    double column_share;     /* hier's q columns moving the payloads between
+                                nodes all at once take this many times what
+                                the leaders' lines give for the same bytes
+                                (0: as the lines say)                       */
     size_t segment_floats;   /* hier's reduce-scatter style through the
                                 node's window pipelines an allgather
                                 between nodes in segments of at least this
@@ -131,7 +135,8 @@ static inline double gcmpi_window_scatter_share(int q)
  *                between nodes on the whole vector; reduce-scatter style:
  *                node_allreduce(bytes) + the inner algorithm's compute on
  *                bytes/q per rank + its communication of the whole vector's
- *                payload (q columns share the link between nodes);
+ *                payload (q columns share the link between nodes,
+ *                column_share times the leaders' time for its bytes);
  *                pipelined (segment_floats, the allgather between nodes,
  *                S segments): the window's gather + max(A, B) + min(A, B)/S,
  *                A the window's reduce-scatter and the compute, B the

@@ -1097,6 +1097,15 @@ static void test_auto_measures_once_and_results_agree(harness *h)
                       (e->between.allreduce.a > 0 || e->between.allreduce.b > 0),
                   "%s: the link between nodes was agreed as free (a %g, b %g)", codecs[c],
                   e->between.allgather.a, e->between.allgather.b);
+        /* hier's columns were timed all at once where it runs them (nodes
+         * of 2, several nodes), and only there. */
+        if (e) {
+            const int columns = e->n_nodes > 1 && e->hier_scatter;
+            CHECK(columns ? e->column_share > 0 && isfinite(e->column_share)
+                          : e->column_share == 0,
+                  "%s: columns' share %g with %d nodes (scatter style %d)", codecs[c],
+                  e->column_share, e->n_nodes, e->hier_scatter);
+        }
     }
     gcmpi_coll_cache_free(&h->cache);
     h->cfg.algo = GCMPI_ALGO_AUTO;

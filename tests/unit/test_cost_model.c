@@ -283,6 +283,43 @@ Test(cost_model, hier_pipeline_overlaps_the_node_sum_with_the_link)
                        1e-12);
 }
 
+/* The columns' share of the link (auto's calibration: q columns at once
+ * against the leaders' line for the same bytes) scales hier's traffic
+ * between nodes, and nothing else: 0 and 1 are the leaders' lines. */
+Test(cost_model, hier_traffic_between_nodes_scales_by_the_columns_share)
+{
+    gcmpi_cost_env e = cluster(8, 4, 1.25e8, 0.25, 0);
+    e.hier_scatter = 1;
+    e.node_size = 4;
+    e.node_allreduce = gcmpi_prims_alpha_beta(4, 1, 1e-6, 10e9).allreduce;
+    const double bytes = 64e6;
+    const double comm = gcmpi_lin_at(e.between.allgather, 8) +
+                        gcmpi_lin_at(e.between.allgather, 0.25 * bytes);
+    const double as_lines = gcmpi_cost_predict(&e, GCMPI_ALGO_HIER, GCMPI_ALGO_ALLGATHER, bytes);
+    e.column_share = 1.0;
+    cr_assert_float_eq(gcmpi_cost_predict(&e, GCMPI_ALGO_HIER, GCMPI_ALGO_ALLGATHER, bytes),
+                       as_lines, 1e-12);
+    e.column_share = 1.5;
+    cr_assert_float_eq(gcmpi_cost_predict(&e, GCMPI_ALGO_HIER, GCMPI_ALGO_ALLGATHER, bytes),
+                       as_lines + 0.5 * comm, 1e-9 * as_lines);
+    /* pipelined: the traffic (the slower stream here) grows by as much */
+    e.segment_floats = 256 << 10;
+    e.column_share = 1.0;
+    const double piped = gcmpi_cost_predict(&e, GCMPI_ALGO_HIER, GCMPI_ALGO_ALLGATHER, bytes);
+    e.column_share = 1.5;
+    cr_assert_float_eq(gcmpi_cost_predict(&e, GCMPI_ALGO_HIER, GCMPI_ALGO_ALLGATHER, bytes),
+                       piped + 0.5 * comm, 1e-9 * piped);
+    /* the flat algorithms and the leader style do not use it */
+    const double flat = gcmpi_cost_predict(&e, GCMPI_ALGO_ALLGATHER, GCMPI_ALGO_ALLGATHER, bytes);
+    e.hier_scatter = 0;
+    const double leader = gcmpi_cost_predict(&e, GCMPI_ALGO_HIER, GCMPI_ALGO_ALLGATHER, bytes);
+    e.column_share = 0;
+    cr_assert_float_eq(gcmpi_cost_predict(&e, GCMPI_ALGO_ALLGATHER, GCMPI_ALGO_ALLGATHER, bytes),
+                       flat, 1e-12);
+    cr_assert_float_eq(gcmpi_cost_predict(&e, GCMPI_ALGO_HIER, GCMPI_ALGO_ALLGATHER, bytes),
+                       leader, 1e-12);
+}
+
 Test(cost_model, hier_segments_are_at_most_eight_and_never_empty)
 {
     cr_assert_eq(gcmpi_hier_segment_count(1 << 24, 4, 0), 1);          /* no window */
