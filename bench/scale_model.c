@@ -6,7 +6,7 @@
  *   gcmpi-scale-model [--gbits 1,10,100] [--bytes 100M,1G] [--q 1,2,4,8]
  *       [--p-max 1024] [--alpha-inter S] [--alpha-intra S] [--gbytes-intra G]
  *       [--encode-gbs G] [--decode-gbs G] [--payload-ratio R] [--density D]
- *       [--native-ratio R] [--figures FILE]
+ *       [--native-ratio R] [--segment B] [--column-share S] [--figures FILE]
  *
  * The primitives are the alpha-beta forms of cost_model.h: between nodes
  * latency --alpha-inter and the given rate; inside a node --alpha-intra
@@ -17,7 +17,11 @@
  *
  * Codec figures: encode and decode rates (GB/s of input), payload bytes
  * per input byte, kept fraction (sparse codecs; 0 for dense ones) and the
- * native path's bytes per input byte (0: none). --figures reads them, one
+ * native path's bytes per input byte (0: none). hier as the library runs
+ * it: pipelined in segments of --segment bytes (GCMPI_HIER_SEGMENT's
+ * default, 1 MiB; 0: unpipelined), its q columns moving bytes between
+ * nodes --column-share times as slowly as the leaders' lines (auto's
+ * calibration measures it; 1: the link's rate). --figures reads them, one
  * "name value" pair per line, from a file (e.g. made from a measurement
  * run); options after it override.
  *
@@ -43,6 +47,7 @@ typedef struct options {
     int p_max;
     double alpha_inter, alpha_intra, gbytes_intra;
     double encode_gbs, decode_gbs, payload_ratio, density, native_ratio;
+    double segment, column_share;
 } options;
 
 static double parse_bytes(const char *s)
@@ -79,6 +84,8 @@ static int set_figure(options *o, const char *name, double v)
         {"payload-ratio", offsetof(options, payload_ratio)},
         {"density", offsetof(options, density)},
         {"native-ratio", offsetof(options, native_ratio)},
+        {"segment", offsetof(options, segment)},
+        {"column-share", offsetof(options, column_share)},
     };
     for (size_t i = 0; i < sizeof fig / sizeof fig[0]; i++)
         if (strcmp(name, fig[i].name) == 0) {
@@ -113,17 +120,20 @@ static void usage(void)
     puts("usage: gcmpi-scale-model [--gbits LIST] [--bytes LIST] [--q LIST] [--p-max P]\n"
          "    [--alpha-inter S] [--alpha-intra S] [--gbytes-intra G] [--encode-gbs G]\n"
          "    [--decode-gbs G] [--payload-ratio R] [--density D] [--native-ratio R]\n"
-         "    [--figures FILE]\n"
+         "    [--segment B] [--column-share S] [--figures FILE]\n"
          "defaults: 1,10,100 Gbit/s; 100M,1G bytes; q 1,2,4,8; p up to 1024; 10 us between\n"
          "nodes, 1 us and 10 GB/s inside; topk 0.01 as gcmpi-codec-bench measured it\n"
-         "here: payload 0.013, density 0.01, encode 1 GB/s, decode 13 GB/s, no native path");
+         "here: payload 0.013, density 0.01, encode 1 GB/s, decode 13 GB/s, no native path;\n"
+         "hier pipelined in segments of 1048576 bytes (GCMPI_HIER_SEGMENT; 0: not), its\n"
+         "columns moving bytes between nodes as fast as the leaders (column share 1)");
 }
 
 static int parse(options *o, int argc, char **argv)
 {
     *o = (options){.p_max = 1024, .alpha_inter = 10e-6, .alpha_intra = 1e-6,
                    .gbytes_intra = 10, .encode_gbs = 1, .decode_gbs = 13,
-                   .payload_ratio = 0.013, .density = 0.01, .native_ratio = 0};
+                   .payload_ratio = 0.013, .density = 0.01, .native_ratio = 0,
+                   .segment = 1 << 20, .column_share = 1};
     parse_list("1,10,100", o->gbits, &o->n_gbits, 0);
     parse_list("100M,1G", o->bytes, &o->n_bytes, 1);
     o->n_q = 4;
@@ -182,6 +192,8 @@ int main(int argc, char **argv)
                                                                  o.gbytes_intra * 1e9).allreduce,
                         .node_size = q,
                         .hier_scatter = 1,
+                        .segment_floats = (size_t)(o.segment / sizeof(float)),
+                        .column_share = o.column_share,
                         .encode = gcmpi_lin_rate(o.encode_gbs * 1e9),
                         .decode = gcmpi_lin_rate(o.decode_gbs * 1e9),
                         .payload_ratio = o.payload_ratio,
