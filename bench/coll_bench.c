@@ -445,8 +445,9 @@ static int settle_auto(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t 
             if (world_rank == 0 && c->n_trial > 1 && !c->from_cache) {
                 fprintf(stderr, "gcmpi-coll-bench: auto %s, %zu floats: trial", gc_codec_name(ctx->cfg->codec), n);
                 for (int t = 0; t < c->n_trial; t++)
-                    fprintf(stderr, "%s %s %.3f ms", t ? "," : "", algo_name(c->trial[t]),
-                            1e3 * c->trial_median_s[t]);
+                    fprintf(stderr, "%s %s %.3f ms (%d calls)", t ? "," : "",
+                            algo_name(c->trial[t]), 1e3 * c->trial_median_s[t],
+                            c->trial_calls[t]);
                 fprintf(stderr, " -> %s\n", algo_name(c->algo));
             }
             return MPI_SUCCESS;
@@ -490,8 +491,9 @@ static int settle_auto_gather(gcmpi_coll_ctx *ctx, const float *in, float *out, 
                 fprintf(stderr, "gcmpi-coll-bench: auto allgather %s, %zu floats a rank: trial",
                         gc_codec_name(ctx->cfg->codec), n);
                 for (int t = 0; t < c->n_trial; t++)
-                    fprintf(stderr, "%s %s %.3f ms", t ? "," : "", algo_name(c->trial[t]),
-                            1e3 * c->trial_median_s[t]);
+                    fprintf(stderr, "%s %s %.3f ms (%d calls)", t ? "," : "",
+                            algo_name(c->trial[t]), 1e3 * c->trial_median_s[t],
+                            c->trial_calls[t]);
                 fprintf(stderr, " -> %s\n", algo_name(c->algo));
             }
             return MPI_SUCCESS;

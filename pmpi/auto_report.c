@@ -101,8 +101,8 @@ static const char *gather_way(gcmpi_algo a)
 static void print_trial(FILE *f, const gcmpi_auto_choice *c, const char *(*name)(gcmpi_algo))
 {
     for (int t = 0; t < tried(c); t++)
-        fprintf(f, "%s %s %.3f ms", t ? "," : " (median calls:", name(c->trial[t]),
-                1e3 * c->trial_median_s[t]);
+        fprintf(f, "%s %s %.3f ms%s", t ? "," : " (median calls:", name(c->trial[t]),
+                1e3 * c->trial_median_s[t], c->trial_dropped[t] ? " (left out after 2)" : "");
     fputs(tried(c) ? ")\n" : "\n", f);
 }
 
@@ -180,8 +180,9 @@ void gcmpi_auto_report_json(FILE *f)
                     (unsigned long long)c->calls, 1 + c->retrials, c->drift_retrials,
                     c->from_cache ? "true" : "false", c->device ? "true" : "false");
             for (int t = 0; t < tried(c); t++)
-                fprintf(f, "%s{\"algo\": \"%s\", \"median_s\": %.6g}", t ? ", " : "",
-                        gcmpi_algo_name(c->trial[t]), c->trial_median_s[t]);
+                fprintf(f, "%s{\"algo\": \"%s\", \"median_s\": %.6g, \"calls\": %d}",
+                        t ? ", " : "", gcmpi_algo_name(c->trial[t]), c->trial_median_s[t],
+                        c->trial_calls[t]);
             fputs("]}", f);
             first = 0;
         }

@@ -144,6 +144,15 @@ void gcmpi_nodes_free(gcmpi_nodes *nodes);
 #define GCMPI_AUTO_TRIAL_CALLS 9
 #define GCMPI_AUTO_TRIAL_MIN_CALLS 3
 #define GCMPI_AUTO_TRIAL_BUDGET_S 0.2
+/* After two rounds, a candidate whose calls were all more than this many
+ * times the fastest candidate's best call is left out, and the calls it
+ * would have run go to the others as more rounds (up to
+ * GCMPI_AUTO_TRIAL_CALLS): on the emulated 2 x 4 cluster a 64 MiB trial
+ * ran three rounds of hier (~120 ms), rsag (~170), the flat allgather
+ * (~400) and passthrough (~1200), and three calls of the two close ones
+ * settled on the slower one. 3: a candidate's first call took up to 4x
+ * its later ones there (connections, pages, residuals). */
+#define GCMPI_AUTO_PRUNE 3.0
 #define GCMPI_AUTO_MARGIN 0.05    /* a lossy pick must beat passthrough's
                                      median call by this fraction          */
 #define GCMPI_AUTO_TIE 0.05       /* trial medians this close to the fastest
@@ -205,6 +214,9 @@ typedef struct gcmpi_auto_choice {
     int settled, n_trial;
     int trial_rounds;      /* calls each candidate runs (0: not agreed yet,
                               after the first round)                     */
+    int trial_pruned;      /* the slow candidates were left out (after the
+                              second round; GCMPI_AUTO_PRUNE)            */
+    int trial_dropped[GCMPI_AUTO_TRIALS]; /* left out: runs no more calls */
     gcmpi_algo trial[GCMPI_AUTO_TRIALS];
     int trial_calls[GCMPI_AUTO_TRIALS];
     double trial_s[GCMPI_AUTO_TRIALS][GCMPI_AUTO_TRIAL_CALLS]; /* this rank's

@@ -1069,16 +1069,56 @@ static int agree_rounds(gcmpi_coll_ctx *ctx, gcmpi_auto_choice *c)
     return MPI_SUCCESS;
 }
 
+/* After the second round (every rank at the same call): each candidate's
+ * better call of the two, the slowest rank's (one PMPI_Allreduce, MAX);
+ * those more than GCMPI_AUTO_PRUNE times the fastest's are left out, and
+ * their remaining calls' time goes to the others as more rounds. The same
+ * on every rank. */
+static int prune(gcmpi_coll_ctx *ctx, gcmpi_auto_choice *c)
+{
+    double mine[GCMPI_AUTO_TRIALS], best[GCMPI_AUTO_TRIALS];
+    for (int i = 0; i < c->n_trial; i++) mine[i] = fmin(c->trial_s[i][0], c->trial_s[i][1]);
+    const double t0 = PMPI_Wtime();
+    const int rc = PMPI_Allreduce(mine, best, c->n_trial, MPI_DOUBLE, MPI_MAX, ctx->comm);
+    if (ctx->stats) ctx->stats->comm_s += PMPI_Wtime() - t0;
+    if (rc != MPI_SUCCESS) return rc;
+    c->trial_pruned = 1;
+    double fastest = INFINITY, saved = 0.0, live = 0.0;
+    int left = 0;
+    for (int i = 0; i < c->n_trial; i++) fastest = fmin(fastest, best[i]);
+    for (int i = 0; i < c->n_trial; i++) {
+        c->trial_dropped[i] = best[i] > GCMPI_AUTO_PRUNE * fastest;
+        if (c->trial_dropped[i]) saved += (c->trial_rounds - 2) * best[i];
+        else live += best[i], left++;
+    }
+    if (left == 1) {
+        c->trial_rounds = 2; /* nothing left to tell apart */
+    } else if (saved > 0 && live > 0) {
+        const double more = floor(saved / live);
+        const int room = GCMPI_AUTO_TRIAL_CALLS - c->trial_rounds;
+        c->trial_rounds += more < room ? (int)more : room;
+    }
+    return MPI_SUCCESS;
+}
+
 int gcmpi_auto_next_candidate(gcmpi_coll_ctx *ctx, gcmpi_auto_choice *c, int *rc)
 {
     *rc = MPI_SUCCESS;
     for (;;) {
+        if (c->trial_rounds > 2 && !c->trial_pruned) {
+            int second = 1;
+            for (int i = 0; i < c->n_trial; i++) second = second && c->trial_calls[i] >= 2;
+            if (second) {
+                *rc = prune(ctx, c);
+                if (*rc != MPI_SUCCESS) return -1;
+            }
+        }
         /* Round robin (the candidate with the fewest calls so far): a load
          * that comes and goes then falls on every candidate alike instead
          * of on whichever ran in its block of calls. */
         int next = -1;
         for (int i = 0; i < c->n_trial; i++)
-            if (c->trial_calls[i] < rounds_of(c) &&
+            if (!c->trial_dropped[i] && c->trial_calls[i] < rounds_of(c) &&
                 (next < 0 || c->trial_calls[i] < c->trial_calls[next]))
                 next = i;
         if (next >= 0 || c->trial_rounds) return next;

@@ -1322,6 +1322,14 @@ static void test_auto_keeps_its_calibration_between_jobs(harness *h)
     use_node_size(h, 0);
 }
 
+/* The calls a trial ran, all candidates together. */
+static int trial_calls_of(const gcmpi_auto_choice *c)
+{
+    int n = 0;
+    for (int i = 0; i < c->n_trial; i++) n += c->trial_calls[i];
+    return n;
+}
+
 /* auto's trial: per call size the model's pick, its runners-up and
  * passthrough each run the same calls in turn, then the fastest by
  * the slowest rank's median call is kept on every rank, even when the ranks
@@ -1363,7 +1371,9 @@ static void test_auto_trial_settles_on_the_measured_fastest(harness *h)
         gcmpi_auto_note(&h->ctx, n, a, t);
         runs++;
     }
-    CHECK(runs == (c->n_trial > 1 ? c->n_trial * c->trial_rounds : 0), "%d trial calls", runs);
+    CHECK(runs == (c->n_trial > 1 ? c->n_trial * c->trial_rounds : 0) &&
+              runs == (c->n_trial > 1 ? trial_calls_of(c) : 0),
+          "%d trial calls", runs);
     int settled = (int)c->algo;
     CHECK(same_on_all_ranks(h, (const float *)&settled, 1), "settled choices differ");
     if (h->ctx.size > 1 && c->n_trial > 1)
@@ -1378,6 +1388,77 @@ static void test_auto_trial_settles_on_the_measured_fastest(harness *h)
               c->trial_median_s[i], want);
     }
     CHECK(gcmpi_coll_pick(&h->ctx, n, &rc) == c->algo, "a settled size keeps its choice");
+    gcmpi_coll_cache_free(&h->cache);
+    use_node_size(h, 0);
+}
+
+/* After two rounds a candidate more than GCMPI_AUTO_PRUNE times slower
+ * than the fastest (by the slowest rank's better call of the two: here
+ * only the last rank finds passthrough slow) is left out on every rank,
+ * and its calls go to the others as more rounds; one a little slower
+ * stays. Times faked: candidate i takes 20 + 5i ms, passthrough `pass` ms
+ * on the last rank and 20 on the others, so a first round takes over a
+ * third of GCMPI_AUTO_TRIAL_BUDGET_S and the trial starts at three
+ * rounds. */
+static void test_auto_trial_leaves_out_a_far_slower_candidate(harness *h)
+{
+    const int last_rank = h->ctx.rank == h->ctx.size - 1;
+    use_node_size(h, 1);
+    h->cfg.algo = GCMPI_ALGO_AUTO;
+    use_codec(h, "topk");
+    const size_t n = 1 << 16;
+    static const double pass_ms[] = {100.0, 50.0}; /* 5x: left out; 2.5x: stays */
+    for (int k = 0; k < 2; k++) {
+        gcmpi_coll_cache_free(&h->cache);
+        int rc = MPI_SUCCESS, runs = 0;
+        gcmpi_coll_pick(&h->ctx, n, &rc);
+        gcmpi_auto_choice *c = h->cache.model ? &h->cache.model->choices[0] : NULL;
+        int pass = -1, fastest = -1;
+        double ms[GCMPI_AUTO_TRIALS], live_ms = 0;
+        for (int i = 0, lossy = 0; c && i < c->n_trial; i++) {
+            if (c->trial[i] == GCMPI_ALGO_PASS) {
+                pass = i;
+                ms[i] = last_rank ? pass_ms[k] : 20.0;
+                continue;
+            }
+            if (lossy == 0) fastest = i;
+            ms[i] = 20.0 + 5 * lossy++;
+            live_ms += ms[i];
+        }
+        CHECK(rc == MPI_SUCCESS && c && pass >= 0 && fastest >= 0,
+              "no trial of passthrough and a lossy candidate (rc %d)", rc);
+        if (!c || pass < 0 || fastest < 0) break;
+        while (runs < GCMPI_AUTO_TRIALS * GCMPI_AUTO_TRIAL_CALLS) {
+            const gcmpi_algo a = gcmpi_coll_pick(&h->ctx, n, &rc);
+            if (c->settled || rc != MPI_SUCCESS) break;
+            int idx = 0;
+            while (idx < c->n_trial && c->trial[idx] != a) idx++;
+            if (idx == c->n_trial) break;
+            gcmpi_auto_note(&h->ctx, n, a, 1e-3 * ms[idx]);
+            runs++;
+        }
+        CHECK(c->settled && rc == MPI_SUCCESS, "case %d: not settled (rc %d)", k, rc);
+        CHECK(runs == trial_calls_of(c), "case %d: %d calls, %d counted", k, runs,
+              trial_calls_of(c));
+        const int dropped = k == 0;
+        int want_rounds = 3;
+        if (dropped && c->n_trial == 2) want_rounds = 2; /* one candidate left: settled */
+        else if (dropped)
+            want_rounds += (int)floor((want_rounds - 2) * pass_ms[k] / live_ms);
+        CHECK(c->trial_dropped[pass] == dropped && c->trial_calls[pass] == (dropped ? 2 : 3),
+              "case %d: passthrough %s after %d calls", k,
+              c->trial_dropped[pass] ? "left out" : "kept", c->trial_calls[pass]);
+        CHECK(c->trial_rounds == want_rounds, "case %d: %d rounds, want %d", k, c->trial_rounds,
+              want_rounds);
+        for (int i = 0; i < c->n_trial; i++)
+            if (i != pass)
+                CHECK(!c->trial_dropped[i] && c->trial_calls[i] == want_rounds,
+                      "case %d: candidate %d ran %d calls", k, i, c->trial_calls[i]);
+        CHECK(c->algo == c->trial[fastest], "case %d: settled on %s", k,
+              gcmpi_algo_name(c->algo));
+        int agreed[2] = {(int)c->algo, c->trial_rounds};
+        CHECK(same_on_all_ranks(h, (const float *)agreed, 2), "case %d: ranks differ", k);
+    }
     gcmpi_coll_cache_free(&h->cache);
     use_node_size(h, 0);
 }
@@ -2045,7 +2126,9 @@ static void test_gather_auto_calls_stay_correct(harness *h)
     }
     CHECK(c && c->settled, "not settled after %d calls", calls);
     if (c && c->settled) {
-        CHECK(calls == c->n_trial * c->trial_rounds + 1, "settled after %d calls", calls);
+        /* Real calls: a way more than GCMPI_AUTO_PRUNE times slower may
+         * have been left out after two rounds. */
+        CHECK(calls == trial_calls_of(c) + 1, "settled after %d calls", calls);
         for (int i = 0; i < c->n_trial; i++)
             CHECK(c->trial_median_s[i] > 0, "candidate %s untimed", gcmpi_algo_name(c->trial[i]));
         const gcmpi_algo kept = c->algo;
@@ -2480,6 +2563,7 @@ int main(int argc, char **argv)
         T(test_auto_measures_once_and_results_agree),
         T(test_auto_trial_settles_on_the_measured_fastest),
         T(test_auto_trial_ties_go_to_the_model),
+        T(test_auto_trial_leaves_out_a_far_slower_candidate),
         T(test_auto_cache_file_round_trips_and_refuses_damage),
         T(test_auto_keeps_its_calibration_between_jobs),
         T(test_auto_keeps_a_lossy_pick_only_when_clearly_faster),
