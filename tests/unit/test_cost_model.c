@@ -250,16 +250,31 @@ Test(cost_model, hier_spreads_the_codec_work_over_a_node_when_nodes_are_even)
     cr_assert_gt(scatter, gcmpi_lin_at(e.between.allgather, 0.02 * 64e6));
 }
 
+/* 2 nodes of 4 at 1 Gbit/s, hier's reduce-scatter style, an int8-sized
+ * payload (a quarter of the input). */
+static gcmpi_cost_env two_nodes_of_four_int8(void)
+{
+    gcmpi_cost_env e = cluster(8, 4, 1.25e8, 0.25, 0);
+    e.hier_scatter = 1;
+    e.node_size = 4;
+    e.node_allreduce = gcmpi_prims_alpha_beta(4, 1, 1e-6, 10e9).allreduce;
+    return e;
+}
+
+/* The columns' allgather between nodes of bytes' payload: the sizes, then
+ * a quarter of the vector per node. */
+static double column_allgather(const gcmpi_cost_env *e, double bytes)
+{
+    return gcmpi_lin_at(e->between.allgather, 8) + gcmpi_lin_at(e->between.allgather, 0.25 * bytes);
+}
+
 /* hier's pipeline (an allgather between nodes through the window): the
  * reduce-scatter and the codec work of a segment overlap the link's
  * traffic of the one before, so the call takes the window's gather, the
  * slower of the two streams and a segment's worth of the faster. */
 Test(cost_model, hier_pipeline_overlaps_the_node_sum_with_the_link)
 {
-    gcmpi_cost_env e = cluster(8, 4, 1.25e8, 0.25, 0);
-    e.hier_scatter = 1;
-    e.node_size = 4;
-    e.node_allreduce = gcmpi_prims_alpha_beta(4, 1, 1e-6, 10e9).allreduce;
+    gcmpi_cost_env e = two_nodes_of_four_int8();
     const double bytes = 64e6;
     const double serial = gcmpi_cost_predict(&e, GCMPI_ALGO_HIER, GCMPI_ALGO_ALLGATHER, bytes);
     e.segment_floats = 256 << 10;
@@ -268,10 +283,8 @@ Test(cost_model, hier_pipeline_overlaps_the_node_sum_with_the_link)
     cr_assert_eq(segs, 8);
     const double node = gcmpi_lin_at(e.node_allreduce, bytes);
     const double scatter = gcmpi_window_scatter_share(4) * node;
-    /* the allgather of the column's payloads (sizes, then 1/4 of 64 MB per
-     * node); the compute is what the unpipelined call adds to both */
-    const double comm = gcmpi_lin_at(e.between.allgather, 8) +
-                        gcmpi_lin_at(e.between.allgather, 0.25 * bytes);
+    /* the compute is what the unpipelined call adds to both */
+    const double comm = column_allgather(&e, bytes);
     const double compute = serial - node - comm;
     const double slow = fmax(scatter + compute, comm), fast = fmin(scatter + compute, comm);
     cr_assert_float_eq(piped, node - scatter + slow + fast / segs, 1e-9 * serial);
@@ -288,13 +301,9 @@ Test(cost_model, hier_pipeline_overlaps_the_node_sum_with_the_link)
  * between nodes, and nothing else: 0 and 1 are the leaders' lines. */
 Test(cost_model, hier_traffic_between_nodes_scales_by_the_columns_share)
 {
-    gcmpi_cost_env e = cluster(8, 4, 1.25e8, 0.25, 0);
-    e.hier_scatter = 1;
-    e.node_size = 4;
-    e.node_allreduce = gcmpi_prims_alpha_beta(4, 1, 1e-6, 10e9).allreduce;
+    gcmpi_cost_env e = two_nodes_of_four_int8();
     const double bytes = 64e6;
-    const double comm = gcmpi_lin_at(e.between.allgather, 8) +
-                        gcmpi_lin_at(e.between.allgather, 0.25 * bytes);
+    const double comm = column_allgather(&e, bytes);
     const double as_lines = gcmpi_cost_predict(&e, GCMPI_ALGO_HIER, GCMPI_ALGO_ALLGATHER, bytes);
     e.column_share = 1.0;
     cr_assert_float_eq(gcmpi_cost_predict(&e, GCMPI_ALGO_HIER, GCMPI_ALGO_ALLGATHER, bytes),
