@@ -29,7 +29,7 @@ job() { # name [GCMPI_AUTO_CACHE value]
   env -u GCMPI_AUTO_CACHE -u XDG_CACHE_HOME HOME="$WORK/home" \
     "$MPIRUN" -np 2 -x HOME -x LD_PRELOAD="$GCMPI_LIB" -x GCMPI_CODEC=topk -x GCMPI_ALGO=auto \
     -x GCMPI_MOMENTUM=0.9 -x GCMPI_STATS=stderr -x GCMPI_VERBOSE=1 "${cache[@]}" \
-    "${wrap[@]}" "$PROBE" --count 100000 --iters 15 \
+    "${wrap[@]}" "$PROBE" --count 100000 --iters 40 \
     >"$WORK/$name.out" 2>"$WORK/$name.err" || { cat "$WORK/$name.err" >&2; fail "$name: job failed"; }
 }
 calibration() { grep "auto's calibration on MPI_COMM_WORLD" "$WORK/$1.err" || true; }
