@@ -253,17 +253,11 @@ static uint8_t *host_payloads(gcmpi_coll_ctx *ctx, size_t bytes)
     return gcmpi_scratch_get(ctx->scratch, GCMPI_SCR_RECV, bytes);
 }
 
-static size_t host_encode(gcmpi_coll_ctx *ctx, const float *g, float *r, float *u, size_t n,
-                          uint64_t seed, void *dst, size_t cap)
-{
-    return gcmpi_coll_encode(ctx, g, r, u, n, seed, dst, cap);
-}
-
 /* Host vectors: the node's phases work on in and out themselves. */
 static const gcmpi_hier_vec_ops host_vectors = {
     .run = gcmpi_coll_run,
     .payloads = host_payloads,
-    .encode = host_encode,
+    .encode = gcmpi_coll_encode,
     .decode_all = gcmpi_coll_decode_all,
 };
 

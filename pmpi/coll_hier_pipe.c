@@ -71,13 +71,12 @@ typedef struct pipe {
 } pipe;
 
 /* Buffers for segments of at most `longest` floats (whose messages fit
- * an int count: gcmpi_hier_segments); 0 when memory ran out (this rank's
- * alone, as in the flat allgather: coll_impl.h). */
+ * an int count: gcmpi_hier_segments); MPI_ERR_NO_MEM when memory ran out
+ * (this rank's alone, as in the flat allgather: coll_impl.h). */
 static int pipe_open(pipe *pp, const gcmpi_coll_ctx *ctx, gcmpi_nodes *n,
-                     const gcmpi_hier_vec_ops *ops, size_t longest, int q, int *rc)
+                     const gcmpi_hier_vec_ops *ops, size_t longest, int q)
 {
     const gcmpi_config *cfg = ctx->cfg;
-    *rc = MPI_SUCCESS;
     memset(pp, 0, sizeof *pp);
     pp->col = *ctx;
     pp->col.comm = n->column;
@@ -95,16 +94,13 @@ static int pipe_open(pipe *pp, const gcmpi_coll_ctx *ctx, gcmpi_nodes *n,
     const size_t meta = 4 * peers * sizeof(MPI_Request) + 2 * peers * sizeof(MPI_Status) +
                         members * (sizeof(int64_t) + sizeof(size_t)) + 2 * (size_t)q * sizeof(int);
     uint8_t *m = gcmpi_scratch_get(ctx->scratch, GCMPI_SCR_META, meta);
-    if (!pp->msgs || !m) {
-        *rc = MPI_ERR_NO_MEM;
-        return 0;
-    }
+    if (!pp->msgs || !m) return MPI_ERR_NO_MEM;
     pp->req = (MPI_Request *)(void *)m;
     pp->status = (MPI_Status *)(void *)(pp->req + 4 * peers);
     pp->sizes = (int64_t *)(void *)(pp->status + 2 * peers);
     pp->off = (size_t *)(void *)(pp->sizes + members);
     for (size_t k = 0; k < members; k++) pp->off[k] = k * pp->stride + HEADER;
-    return 1;
+    return MPI_SUCCESS;
 }
 
 /* The node's segment layout (q ints each, after the offsets). */
@@ -226,10 +222,8 @@ int gcmpi_hier_pipeline(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, const gcmpi_hier_ve
     const int q = n->node_size, me = n->node_rank;
     *inner_rc = MPI_SUCCESS;
     pipe pp;
-    int rc = MPI_SUCCESS;
-    if (!pipe_open(&pp, ctx, n, ops, gcmpi_chunk_len(gcmpi_chunk_len(count, q, 0), segs, 0), q,
-                   &rc))
-        return rc;
+    int rc = pipe_open(&pp, ctx, n, ops, gcmpi_chunk_len(gcmpi_chunk_len(count, q, 0), segs, 0), q);
+    if (rc != MPI_SUCCESS) return rc;
     int *cs = pipe_counts(&pp), *ds = cs + q;
     const size_t lo = gcmpi_chunk_start(count, q, me), len = gcmpi_chunk_len(count, q, me);
     gcmpi_call_stats *st = ctx->stats;
