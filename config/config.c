@@ -464,44 +464,39 @@ static int get_exact_counts(const judge *j, gcmpi_config *c)
     return each_item(s, count_item, &k);
 }
 
-/* GCMPI_MAX_BYTES: off (no bound, stored as UINT64_MAX) or a size. */
-static int get_max_bytes(const judge *j, gcmpi_config *c)
+/* A size in [lo, hi], or "off" (stored as off_value): expect says what
+ * is allowed. */
+static int get_size_or_off(const judge *j, cfg_var v, const char *expect, uint64_t off_value,
+                           uint64_t lo, uint64_t hi, uint64_t *out)
 {
-    const char *s = raw(j, CFG_MAX_BYTES);
+    const char *s = raw(j, v);
     if (!s) return 1;
-    if (!*s) return bad(j, CFG_MAX_BYTES, "is empty; expected " MAX_BYTES_EXPECT);
+    if (!*s) return bad(j, v, "is empty; expected %s", expect);
     if (cfg_ieq(s, "off")) {
-        c->max_bytes = UINT64_MAX;
+        *out = off_value;
         return 1;
     }
     uint64_t x;
     cfg_status st = cfg_parse_size(s, &x);
-    if (st == CFG_SYNTAX) return bad(j, CFG_MAX_BYTES, "is not a size; expected " MAX_BYTES_EXPECT);
-    if (st == CFG_RANGE || x == UINT64_MAX)
-        return bad(j, CFG_MAX_BYTES, "is out of range; expected at most %" PRIu64, UINT64_MAX - 1);
-    c->max_bytes = x;
+    if (st == CFG_SYNTAX) return bad(j, v, "is not a size; expected %s", expect);
+    if (st == CFG_RANGE || x > hi) return bad(j, v, "is out of range; expected at most %" PRIu64, hi);
+    if (x < lo) return bad(j, v, "is out of range; expected %s", expect);
+    *out = x;
     return 1;
 }
 
+/* GCMPI_MAX_BYTES: off (no bound, stored as UINT64_MAX) or a size. */
+static int get_max_bytes(const judge *j, gcmpi_config *c)
+{
+    return get_size_or_off(j, CFG_MAX_BYTES, MAX_BYTES_EXPECT, UINT64_MAX, 0, UINT64_MAX - 1,
+                           &c->max_bytes);
+}
+
 /* GCMPI_HIER_SEGMENT: off (0) or a size of at least one float. */
-#define HIER_SEGMENT_EXPECT "off, or a size >= 4 (bytes)"
 static int get_hier_segment(const judge *j, gcmpi_config *c)
 {
-    const char *s = raw(j, CFG_HIER_SEGMENT);
-    if (!s) return 1;
-    if (!*s) return bad(j, CFG_HIER_SEGMENT, "is empty; expected " HIER_SEGMENT_EXPECT);
-    if (cfg_ieq(s, "off")) {
-        c->hier_segment = 0;
-        return 1;
-    }
-    uint64_t x;
-    cfg_status st = cfg_parse_size(s, &x);
-    if (st == CFG_SYNTAX)
-        return bad(j, CFG_HIER_SEGMENT, "is not a size; expected " HIER_SEGMENT_EXPECT);
-    if (st == CFG_RANGE || x < sizeof(float))
-        return bad(j, CFG_HIER_SEGMENT, "is out of range; expected " HIER_SEGMENT_EXPECT);
-    c->hier_segment = x;
-    return 1;
+    return get_size_or_off(j, CFG_HIER_SEGMENT, "off, or a size >= 4 (bytes)", 0, sizeof(float),
+                           UINT64_MAX, &c->hier_segment);
 }
 
 /* GCMPI_ALLGATHER_CODEC: auto (resolved once GCMPI_CODEC is known) or a
