@@ -144,12 +144,16 @@ void gcmpi_auto_report_print(FILE *f)
         fputc('\n', f);
         for (int i = 0; i < r->n; i++) {
             const gcmpi_auto_choice *c = &r->choices[i];
+            fprintf(f, "libgcmpi: auto %s (%d ranks, %d nodes): %zu floats", r->comm, r->p,
+                    r->n_nodes, c->count);
+            if (c->band_calls)
+                fprintf(f, " (with %llu calls of %zu-%zu)", (unsigned long long)c->band_calls,
+                        c->band_min, c->band_max);
             fprintf(f,
-                    "libgcmpi: auto %s (%d ranks, %d nodes): %zu floats -> %s (model: %s, "
-                    "predicted %.3f ms), measured %.3f ms over %llu calls; %d trials",
-                    r->comm, r->p, r->n_nodes, c->count, gcmpi_algo_name(c->algo),
-                    gcmpi_algo_name(c->model), 1e3 * c->predicted_s, mean_ms(c),
-                    (unsigned long long)c->calls, 1 + c->retrials);
+                    " -> %s (model: %s, predicted %.3f ms), measured %.3f ms over %llu calls; "
+                    "%d trials",
+                    gcmpi_algo_name(c->algo), gcmpi_algo_name(c->model), 1e3 * c->predicted_s,
+                    mean_ms(c), (unsigned long long)c->calls, 1 + c->retrials);
             if (c->drift_retrials)
                 fprintf(f, " (%d after the settled calls fell behind their trial)",
                         c->drift_retrials);
@@ -172,13 +176,16 @@ void gcmpi_auto_report_json(FILE *f)
                     "\"nodes\": %d, \"count\": %zu, \"algo\": \"%s\", \"model\": \"%s\", "
                     "\"predicted_s\": %.6g, \"measured_s\": %.6g, \"calls\": %llu, "
                     "\"trials\": %d, \"drift_trials\": %d, \"from_cache\": %s, "
-                    "\"device\": %s, \"trial\": [",
+                    "\"device\": %s, \"band\": {\"calls\": %llu, \"min\": %zu, \"max\": %zu}, "
+                    "\"trial\": [",
                     first ? "" : ",", r->comm, gather ? "allgather" : "allreduce", r->p,
                     r->n_nodes, c->count,
                     gcmpi_algo_name(c->algo), gcmpi_algo_name(c->model), c->predicted_s,
                     c->calls ? c->measured_s / (double)c->calls : 0.0,
                     (unsigned long long)c->calls, 1 + c->retrials, c->drift_retrials,
-                    c->from_cache ? "true" : "false", c->device ? "true" : "false");
+                    c->from_cache ? "true" : "false", c->device ? "true" : "false",
+                    (unsigned long long)c->band_calls, c->band_calls ? c->band_min : c->count,
+                    c->band_calls ? c->band_max : c->count);
             for (int t = 0; t < tried(c); t++)
                 fprintf(f, "%s{\"algo\": \"%s\", \"median_s\": %.6g, \"calls\": %d}",
                         t ? ", " : "", gcmpi_algo_name(c->trial[t]), c->trial_median_s[t],

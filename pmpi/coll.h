@@ -164,6 +164,15 @@ void gcmpi_nodes_free(gcmpi_nodes *nodes);
  * elements does not hold at 1 %. */
 #define GCMPI_AUTO_RETRIAL_FACTOR 2.0
 #define GCMPI_AUTO_RETRIALS 8
+/* A call size with no row of its own takes the nearest row within this
+ * factor of it that was tried at the same kept fraction (within
+ * GCMPI_AUTO_RETRIAL_FACTOR): its trial's candidate, or its settled
+ * choice, its time scaled to the row's size by the model. Horovod's
+ * default tensor fusion reduced 10 sizes in one epoch of its MNIST
+ * example, six of them 21070-21840 floats, each tried apart; the costs
+ * of two algorithms cross slowly with size, so a neighbour's choice
+ * loses little where they cross and nothing elsewhere. */
+#define GCMPI_AUTO_BAND 1.25
 /* A settled size's calls are checked against its trial after
  * GCMPI_AUTO_DRIFT_CALLS of them, then after twice as many each time
  * (one small allreduce a check). When the slowest rank's median of its
@@ -207,7 +216,12 @@ typedef struct gcmpi_auto_choice {
     gcmpi_algo model;      /* the model's pick                          */
     double predicted_s;    /* the model's time for it                   */
     uint64_t calls;        /* calls run with algo once settled          */
-    double measured_s;     /* their summed time on this rank            */
+    double measured_s;     /* their summed time on this rank (calls of
+                              other sizes in its band scaled to count)   */
+    /* Calls of other sizes that took this row (GCMPI_AUTO_BAND), trial
+     * calls included, and the smallest and largest of those sizes. */
+    uint64_t band_calls;
+    size_t band_min, band_max;
     /* The trial: the model's three fastest and passthrough, each run for a
      * few calls; the fastest by median call (agreed over ranks: MAX) is
      * settled on. */
@@ -356,10 +370,12 @@ gcmpi_cost_env gcmpi_auto_env_at(const gcmpi_config *cfg, const gcmpi_auto_model
                                  double ratio);
 /* The algorithms auto chooses from for cfg on env; returns how many. */
 int gcmpi_auto_candidates(const gcmpi_config *cfg, const gcmpi_cost_env *env, gcmpi_algo *out);
-/* 1 while count's row is in its trial (auto only): its calls are timed
- * from a barrier. */
+/* 1 while the row count's call takes (its own, or a neighbour's within
+ * GCMPI_AUTO_BAND) is in its trial (auto only): its calls are timed from
+ * a barrier. */
 int gcmpi_auto_in_trial(gcmpi_coll_ctx *ctx, size_t count);
-/* Adds one call's measured seconds to the row of its count. */
+/* Adds one call's measured seconds to the row the call took (a
+ * neighbour's: scaled to that row's size by the model). */
 void gcmpi_auto_note(gcmpi_coll_ctx *ctx, size_t count, gcmpi_algo algo, double seconds);
 
 /* The pieces of a trial both collectives' auto use (coll_auto.c). The row

@@ -823,12 +823,6 @@ gcmpi_auto_choice *gcmpi_auto_row(gcmpi_auto_choice *rows, int *n, size_t count,
     return c;
 }
 
-/* The row of count in the model's table of choices (NULL when full). */
-static gcmpi_auto_choice *choice_row(gcmpi_auto_model *m, size_t count, int add)
-{
-    return gcmpi_auto_row(m->choices, &m->n_choices, count, add);
-}
-
 gcmpi_cost_env gcmpi_auto_env_at(const gcmpi_config *cfg, const gcmpi_auto_model *m, double ratio)
 {
     gcmpi_cost_env e = m->env;
@@ -850,15 +844,64 @@ static int same_ratio(double a, double b)
     return (a > b ? a / b : b / a) < GCMPI_AUTO_RETRIAL_FACTOR;
 }
 
-/* The cached trial outcome for count at the call's kept fraction; NULL
- * for none. The same on every rank: the table and the ratio are. */
+/* How far apart two call sizes are, as a factor (>= 1). */
+static double sizes_apart(size_t a, size_t b)
+{
+    return a > b ? (double)a / (double)b : (double)b / (double)a;
+}
+
+/* The row a call of count floats at kept fraction ratio takes: its own
+ * size's, else the nearest within GCMPI_AUTO_BAND tried at the same
+ * fraction (the earlier of two as near), else, with add and room, a new
+ * row of its own; NULL otherwise. The same on every rank: the table, the
+ * count and the ratio are. */
+static gcmpi_auto_choice *choice_row(gcmpi_auto_model *m, size_t count, double ratio, int add)
+{
+    gcmpi_auto_choice *own = gcmpi_auto_row(m->choices, &m->n_choices, count, 0);
+    if (own) return own;
+    gcmpi_auto_choice *near = NULL;
+    for (int i = 0; i < m->n_choices; i++) {
+        gcmpi_auto_choice *c = &m->choices[i];
+        const double apart = sizes_apart(c->count, count);
+        if (apart <= GCMPI_AUTO_BAND && same_ratio(c->ratio, ratio) &&
+            (!near || apart < sizes_apart(near->count, count)))
+            near = c;
+    }
+    if (near || !add) return near;
+    return gcmpi_auto_row(m->choices, &m->n_choices, count, 1);
+}
+
+/* The cached trial outcome for count at the call's kept fraction: its
+ * own size's, else the nearest within GCMPI_AUTO_BAND as choice_row
+ * finds rows; NULL for none. The same on every rank: the table and the
+ * ratio are. */
 static const gcmpi_auto_settled *cached_outcome(const gcmpi_auto_model *m, size_t count,
                                                 double ratio)
 {
-    for (int i = 0; i < m->cached.n_settled; i++)
-        if (m->cached.settled[i].count == count && same_ratio(m->cached.settled[i].ratio, ratio))
-            return &m->cached.settled[i];
-    return NULL;
+    const gcmpi_auto_settled *near = NULL;
+    for (int i = 0; i < m->cached.n_settled; i++) {
+        const gcmpi_auto_settled *s = &m->cached.settled[i];
+        if (!same_ratio(s->ratio, ratio)) continue;
+        if (s->count == count) return s;
+        const double apart = sizes_apart(s->count, count);
+        if (apart <= GCMPI_AUTO_BAND && (!near || apart < sizes_apart(near->count, count)))
+            near = s;
+    }
+    return near;
+}
+
+/* A call of count floats timed at seconds on algo, as a call of row c's
+ * size would have taken by the model (linearly where it predicts
+ * nothing): a band's calls then compare and add up as the row's own. */
+static double scaled_to_row(const gcmpi_coll_ctx *ctx, const gcmpi_auto_model *m,
+                            const gcmpi_auto_choice *c, size_t count, gcmpi_algo algo,
+                            double seconds)
+{
+    const gcmpi_cost_env env = gcmpi_auto_env_at(ctx->cfg, m, c->ratio);
+    const double own = gcmpi_cost_predict(&env, algo, m->inner, (double)c->count * sizeof(float));
+    const double at = gcmpi_cost_predict(&env, algo, m->inner, (double)count * sizeof(float));
+    if (own > 0 && at > 0 && isfinite(own) && isfinite(at)) return seconds * own / at;
+    return seconds * (double)c->count / (double)count;
 }
 
 /* A settled trial into the cache's table (replacing the outcome of the
@@ -1135,7 +1178,7 @@ gcmpi_algo gcmpi_coll_pick(gcmpi_coll_ctx *ctx, size_t count, int *rc)
     gcmpi_auto_model *m;
     *rc = gcmpi_auto_model_of(ctx, &m);
     if (*rc != MPI_SUCCESS) return GCMPI_ALGO_PASS;
-    gcmpi_auto_choice *c = choice_row(m, count, 1);
+    gcmpi_auto_choice *c = choice_row(m, count, ctx->cfg->params.ratio, 1);
     if (!c) return gcmpi_auto_pick(ctx->cfg, m, count, NULL); /* table full: the model */
     if (c->settled) {
         *rc = check_drift(ctx, c);
@@ -1153,7 +1196,7 @@ gcmpi_algo gcmpi_coll_pick(gcmpi_coll_ctx *ctx, size_t count, int *rc)
 int gcmpi_auto_in_trial(gcmpi_coll_ctx *ctx, size_t count)
 {
     if (ctx->cfg->algo != GCMPI_ALGO_AUTO || !ctx->cache || !ctx->cache->model) return 0;
-    const gcmpi_auto_choice *c = choice_row(ctx->cache->model, count, 0);
+    const gcmpi_auto_choice *c = choice_row(ctx->cache->model, count, ctx->cfg->params.ratio, 0);
     return c && !c->settled;
 }
 
@@ -1175,9 +1218,18 @@ static void retrial_if_moved(const gcmpi_config *cfg, gcmpi_auto_choice *c, doub
 void gcmpi_auto_note(gcmpi_coll_ctx *ctx, size_t count, gcmpi_algo algo, double seconds)
 {
     if (ctx->cfg->algo != GCMPI_ALGO_AUTO || !ctx->cache || !ctx->cache->model) return;
-    gcmpi_auto_choice *c = choice_row(ctx->cache->model, count, 0);
-    if (!c) return;
+    gcmpi_auto_model *m = ctx->cache->model;
     const double ratio = ctx->cfg->params.ratio;
+    gcmpi_auto_choice *c = choice_row(m, count, ratio, 0);
+    if (!c) return;
+    if (c->count != count) { /* a neighbour's row: its band */
+        seconds = scaled_to_row(ctx, m, c, count, algo, seconds);
+        if (!c->band_calls++) c->band_min = c->band_max = count;
+        if (count < c->band_min) c->band_min = count;
+        if (count > c->band_max) c->band_max = count;
+        gcmpi_auto_record(c, algo, seconds, ctx->on_device);
+        return; /* the row's own calls move its fraction and retrials */
+    }
     if (!c->settled) c->ratio = ratio;
     gcmpi_auto_record(c, algo, seconds, ctx->on_device);
     if (c->settled && c->algo == algo) retrial_if_moved(ctx->cfg, c, ratio);

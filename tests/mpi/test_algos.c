@@ -1463,6 +1463,81 @@ static void test_auto_trial_leaves_out_a_far_slower_candidate(harness *h)
     use_node_size(h, 0);
 }
 
+/* Call sizes within GCMPI_AUTO_BAND of a row at the same kept fraction
+ * take that row, as Horovod's fusion buffer changes size from step to
+ * step: its trial's candidates in turn while it runs, its settled choice
+ * after, their times scaled to the row's size by the model; every rank
+ * alike. A size past the band, or at a fraction 2x away, gets a row of
+ * its own. Times faked: the model's pick 1 ms, the others 2 ms, both
+ * growing with the size. */
+static void test_auto_nearby_sizes_share_a_row(harness *h)
+{
+    use_node_size(h, 1);
+    h->cfg.algo = GCMPI_ALGO_AUTO;
+    use_codec(h, "topk");
+    gcmpi_coll_cache_free(&h->cache);
+    const size_t n = 1 << 16;
+    const size_t sizes[] = {n, n + n / 10, n - n / 10, n + n / 5};
+    int rc = MPI_SUCCESS, runs = 0, band_runs = 0;
+    gcmpi_coll_pick(&h->ctx, n, &rc);
+    gcmpi_auto_choice *c = h->cache.model ? &h->cache.model->choices[0] : NULL;
+    CHECK(rc == MPI_SUCCESS && c, "no model (rc %d)", rc);
+    if (!c) return;
+    while (runs <= GCMPI_AUTO_TRIALS * GCMPI_AUTO_TRIAL_CALLS) { /* and the settling pick */
+        const size_t s = sizes[runs % 4];
+        const gcmpi_algo a = gcmpi_coll_pick(&h->ctx, s, &rc);
+        if (c->settled || rc != MPI_SUCCESS) break;
+        CHECK(gcmpi_auto_in_trial(&h->ctx, s), "size %zu is not timed as a trial call", s);
+        int idx = 0;
+        while (idx < c->n_trial && c->trial[idx] != a) idx++;
+        if (idx == c->n_trial) break;
+        gcmpi_auto_note(&h->ctx, s, a, (idx == 0 ? 1e-3 : 2e-3) * (double)s / (double)n);
+        runs++;
+        band_runs += s != n;
+    }
+    const int n_rows = h->cache.model->n_choices;
+    CHECK(c->settled && rc == MPI_SUCCESS && n_rows == 1, "%d rows, settled %d (rc %d)", n_rows,
+          c->settled, rc);
+    CHECK(runs == trial_calls_of(c), "%d calls of the four sizes, %d counted in the trial", runs,
+          trial_calls_of(c));
+    CHECK(c->band_calls == (uint64_t)band_runs && c->band_min == n - n / 10 &&
+              c->band_max == n + n / 5,
+          "band: %llu calls of %zu-%zu, want %d of %zu-%zu", (unsigned long long)c->band_calls,
+          c->band_min, c->band_max, band_runs, n - n / 10, n + n / 5);
+    if (c->n_trial > 1)
+        CHECK(c->algo == c->trial[0], "settled on %s, want the 1 ms %s", gcmpi_algo_name(c->algo),
+              gcmpi_algo_name(c->trial[0]));
+    /* A settled call of a neighbour: the row's choice, its time as the
+     * model scales it to the row's size. */
+    const size_t s = n + n / 5;
+    CHECK(gcmpi_coll_pick(&h->ctx, s, &rc) == c->algo && !gcmpi_auto_in_trial(&h->ctx, s),
+          "a neighbour does not take the settled choice");
+    const double before = c->measured_s, t = 3e-3;
+    gcmpi_auto_note(&h->ctx, s, c->algo, t);
+    const gcmpi_cost_env env = gcmpi_auto_env_at(&h->cfg, h->cache.model, c->ratio);
+    const double want = t *
+                        gcmpi_cost_predict(&env, c->algo, h->cache.model->inner,
+                                           (double)n * sizeof(float)) /
+                        gcmpi_cost_predict(&env, c->algo, h->cache.model->inner,
+                                           (double)s * sizeof(float));
+    CHECK(fabs((c->measured_s - before) / want - 1.0) < 1e-9 && want < t,
+          "a settled neighbour's %g s was added as %g, want %g", t, c->measured_s - before,
+          want);
+    /* Past the band, and at a fraction 2x away: rows of their own. */
+    gcmpi_coll_pick(&h->ctx, n + n / 3, &rc);
+    const int past = h->cache.model->n_choices;
+    const double configured = h->cfg.params.ratio;
+    h->cfg.params.ratio = configured * 4;
+    gcmpi_coll_pick(&h->ctx, n + n / 10, &rc);
+    h->cfg.params.ratio = configured;
+    int agreed[3] = {(int)c->algo, past, h->cache.model->n_choices};
+    CHECK(past == 2 && agreed[2] == 3, "rows %d past the band, %d at another fraction", past,
+          agreed[2]);
+    CHECK(same_on_all_ranks(h, (const float *)agreed, 3), "ranks differ");
+    gcmpi_coll_cache_free(&h->cache);
+    use_node_size(h, 0);
+}
+
 /* Trial medians within GCMPI_AUTO_TIE of the fastest are a tie, which
  * the model settles (the first lossy candidate in the trial's order, the
  * model's); a gap past it is the trial's. Times faked per candidate, the
@@ -2564,6 +2639,7 @@ int main(int argc, char **argv)
         T(test_auto_trial_settles_on_the_measured_fastest),
         T(test_auto_trial_ties_go_to_the_model),
         T(test_auto_trial_leaves_out_a_far_slower_candidate),
+        T(test_auto_nearby_sizes_share_a_row),
         T(test_auto_cache_file_round_trips_and_refuses_damage),
         T(test_auto_keeps_its_calibration_between_jobs),
         T(test_auto_keeps_a_lossy_pick_only_when_clearly_faster),
