@@ -1,0 +1,1 @@
+mpirun -np 2 -x LD_PRELOAD=/work/main/build/pmpi/libgcmpi.so -x GCMPI_STATS=DIR/int8-rsag.stats.json -x GCMPI_CODEC=int8 -x GCMPI_ALGO=rsag PYTHON EXAMPLE --epochs 3 --log-interval 50 --data-dir DIR/data

@@ -1,0 +1,1 @@
+mpirun -np 2 -x LD_PRELOAD=/work/main/build/pmpi/libgcmpi.so -x GCMPI_STATS=DIR/none-hier.stats.json -x GCMPI_CODEC=none -x GCMPI_ALGO=hier -x GCMPI_NODE_SIZE=1 -x GCMPI_CRC=1 PYTHON EXAMPLE --epochs 3 --log-interval 50 --data-dir DIR/data
