@@ -3,7 +3,8 @@
  *
  *   mpirun -np 4 gcmpi-coll-bench [--sizes 1M,16M] [--max-size 64M]
  *       [--codec all|LIST] [--algo all|LIST] [--ratio R] [--bits B]
- *       [--bucket N] [--rank R] [--reps N] [--warmup N] [--no-ef] [--json]
+ *       [--bucket N] [--rank R] [--reps N] [--min-time S] [--warmup N] [--no-ef]
+ *       [--json]
  *       [--node-size Q] [--node-shm 0|1] [--segment S] [--predict]
  *       [--op allreduce|allgather]
  *
@@ -15,7 +16,8 @@
  *
  * Each rank's gradient is Laplace-distributed (heavy-ish tails, like real
  * gradients) and different per rank. Reported per size, codec, algorithm:
- *   native ms, compressed ms  median over --reps calls of the slowest rank's
+ *   native ms, compressed ms  median over --reps calls (more under --min-time:
+ *                             timed_calls in the JSON) of the slowest rank's
  *                             time (a barrier before each call); each
  *                             compressed call is paired with a native one
  *                             right before it, so both see the same load
@@ -62,6 +64,7 @@ typedef struct options {
     unsigned bits, rank;
     size_t bucket;
     int reps, warmup, ef, json;
+    double min_time;  /* --min-time: seconds a case's timed calls add up to */
     int allgather_op; /* --op allgather */
     int interleave;   /* --interleave */
 } options;
@@ -95,6 +98,9 @@ static void usage(FILE *f)
             "  --bucket N       elements per scale (default 512)\n"
             "  --rank R         powersgd rank (default 4)\n"
             "  --reps N         timed calls per case (default 5)\n"
+            "  --min-time S     more timed calls (up to 1024) where the first timed\n"
+            "                   call was short: as many as make S seconds of the\n"
+            "                   slowest case's native and compressed calls (default 0)\n"
             "  --warmup N       untimed calls before them (default 2)\n"
             "  --interleave     time the algorithms of a size and codec in rounds (one call\n"
             "                   of each per round, each round starting one later) instead\n"
@@ -205,6 +211,12 @@ static int parse_options(options *o, int argc, char **argv)
                  fail("bad --op '%s' (allreduce or allgather)", v);
         else if (strcmp(a, "--reps") == 0)
             ok = (o->reps = atoi(v)) > 0 || fail("bad --reps '%s'", v);
+        else if (strcmp(a, "--min-time") == 0) {
+            char *end = NULL;
+            o->min_time = strtod(v, &end);
+            ok = (end != v && *end == '\0' && o->min_time >= 0 && o->min_time <= 3600) ||
+                 fail("bad --min-time '%s' (seconds, 0 to 3600)", v);
+        }
         else if (strcmp(a, "--warmup") == 0) o->warmup = atoi(v) < 0 ? 0 : atoi(v);
         else ok = fail("unknown option '%s' (--help lists them)", a);
         if (!ok) return 0;
@@ -262,6 +274,7 @@ static void fill_laplace(float *x, size_t n, uint64_t seed)
 typedef struct result {
     double native_ms, ms, enc_ms, dec_ms, comm_ms, predicted_ms;
     double offered, sent, rel_err;
+    int timed_calls; /* the calls the medians are of */
     gcmpi_algo algo;
     char error[MPI_MAX_ERROR_STRING + 64];
 } result;
@@ -362,6 +375,7 @@ static void case_close(timed_case *tc, gcmpi_coll_ctx *ctx, const options *o)
         PMPI_Error_string(tc->rc, msg, &len);
         snprintf(res->error, sizeof res->error, "%s", msg);
     } else if (reps > 0) {
+        res->timed_calls = reps;
         res->ms = 1e3 * gcmpi_bench_median(tc->t, reps);
         res->native_ms = 1e3 * gcmpi_bench_median(tc->tn, reps);
         res->enc_ms = 1e3 * max_over_ranks(tc->enc / reps, ctx->comm);
@@ -379,12 +393,36 @@ static int case_total_calls(const options *o)
     return o->warmup + (o->reps < MAX_REPS ? o->reps : MAX_REPS);
 }
 
+/* The calls of cases[0 .. k) after their first timed round (--min-time):
+ * as many rounds as make min_time seconds of the slowest case's pair of
+ * calls (its native and compressed call, the slowest rank's: the same on
+ * every rank), at least --reps and at most MAX_REPS. A median of three
+ * 64 KiB calls on 8 ranks over 2 cores put the same passthrough code at
+ * 1.1-1.2x native. */
+static int case_calls_after_first(const timed_case *cases, int k, const options *o)
+{
+    double slowest = 0.0;
+    for (int j = 0; j < k; j++)
+        if (cases[j].calls > o->warmup && cases[j].t[0] + cases[j].tn[0] > slowest)
+            slowest = cases[j].t[0] + cases[j].tn[0];
+    const int least = case_total_calls(o);
+    if (!(o->min_time > 0) || !(slowest > 0)) return least;
+    const double fit = ceil(o->min_time / slowest);
+    const int most = o->warmup + MAX_REPS;
+    return fit >= (double)(most - o->warmup) ? most
+           : o->warmup + (int)fit > least    ? o->warmup + (int)fit
+                                             : least;
+}
+
 /* Every call of one case in a row. */
 static void time_case(timed_case *tc, gcmpi_coll_ctx *ctx, const float *in, float *out,
                       const float *exact, size_t n, const options *o)
 {
     case_open(tc, ctx, n, o);
-    for (int i = 0; i < case_total_calls(o); i++) case_call(tc, ctx, in, out, exact, n, o);
+    for (int i = 0, total = case_total_calls(o); i < total; i++) {
+        case_call(tc, ctx, in, out, exact, n, o);
+        if (i == o->warmup) total = case_calls_after_first(tc, 1, o);
+    }
     case_close(tc, ctx, o);
 }
 
@@ -411,9 +449,10 @@ static void print_row(const char *codec, const char *algo, const result *r, int 
                    "\"bytes_offered\": %.0f, \"bytes_sent\": %.0f, \"ratio\": %.6g, "
                    "\"rel_error\": %.6g, "
                    "\"encode_ms\": %.6g, \"decode_ms\": %.6g, \"comm_ms\": %.6g, "
-                   "\"predicted_ms\": ",
+                   "\"timed_calls\": %d, \"predicted_ms\": ",
                    r->native_ms, r->ms, r->native_ms / r->ms, r->offered, r->sent,
-                   r->offered / r->sent, r->rel_err, r->enc_ms, r->dec_ms, r->comm_ms);
+                   r->offered / r->sent, r->rel_err, r->enc_ms, r->dec_ms, r->comm_ms,
+                   r->timed_calls);
         /* JSON has no inf or NaN: no prediction is null. */
         if (isfinite(r->predicted_ms)) printf("%.6g", r->predicted_ms);
         else printf("null");
@@ -666,9 +705,11 @@ int main(int argc, char **argv)
              * follows the last one's traffic (over a shaped link the auto
              * row, first in every round, took 2x its own forced row at
              * 64 KiB), and rotating spreads that over all of them. */
-            for (int i = 0; i < case_total_calls(&o); i++)
+            for (int i = 0, total = case_total_calls(&o); i < total; i++) {
                 for (int jj = 0; jj < k; jj++)
                     case_call(&cases[(jj + i) % k], &ctx, in, out, exact, n, &o);
+                if (i == o.warmup) total = case_calls_after_first(cases, k, &o);
+            }
             for (int j = 0; j < k; j++) {
                 case_close(&cases[j], &ctx, &o);
                 if (world_rank == 0) print_row(gc_codec_name(cases[j].cfg.codec), cases[j].label,

@@ -12,6 +12,10 @@
 #   SIZES  64K,1M,16M,64M       (the range is 64K..64M)
 #   CODECS int8,sign,topk       (topk at --ratio 0.01)
 #   REPS   3
+#   MIN_TIME 0.1                gcmpi-coll-bench --min-time: short calls get
+#                               more timed calls, up to 0.1 s of the slowest
+#                               case's pairs (a median of three 64 KiB calls
+#                               put passthrough at 1.1-1.2x itself)
 #   INTERLEAVE 1                1: the algorithms of a size and codec timed
 #                               in rounds (gcmpi-coll-bench --interleave), so
 #                               the machine's drift hits them alike
@@ -28,6 +32,7 @@ RANKS=${RANKS:-"2 4 8"}
 SIZES=${SIZES:-64K,1M,16M,64M}
 CODECS=${CODECS:-int8,sign,topk}
 REPS=${REPS:-3}
+MIN_TIME=${MIN_TIME:-0.1}
 INTERLEAVE=${INTERLEAVE:-1}
 CLUSTER=${CLUSTER:-1}
 mkdir -p "$out"
@@ -41,7 +46,7 @@ algos=auto,passthrough,allgather,rsag,native,hier,sparse_rd
 for link in $LINKS; do
   for np in $RANKS; do
     cmd=(mpirun -np "$np" "$BENCH" --sizes "$SIZES" --codec "$CODECS" --ratio 0.01
-         --algo "$algos" --predict --json --reps "$REPS" --warmup 1)
+         --algo "$algos" --predict --json --reps "$REPS" --min-time "$MIN_TIME" --warmup 1)
     [ "$INTERLEAVE" = 1 ] && cmd+=(--interleave)
     # Behind one shaped loopback every rank is a host of its own (a node
     # of one): else hier's shared window would go around the link.

@@ -44,3 +44,31 @@ for k in want:
         sys.exit(f"FAIL: {k}: first-call error {a} one after another, {b} interleaved")
 print("ok: 16 rows in each mode, same first-call errors")
 PY
+
+# --min-time: short calls get more timed calls (all cases of a size and
+# codec alike under --interleave), long ones keep --reps; a bad value is
+# refused by name.
+GCMPI_AUTO_CACHE=off "$MPIRUN" -np 2 "$COLL_BENCH" --sizes 64K,256K --codec topk --ratio 0.05 \
+  --algo auto,passthrough,allgather --reps 3 --warmup 1 --json --interleave --min-time 0.02 \
+  >"$WORK/min.json" 2>"$WORK/min.err" || { cat "$WORK/min.err" >&2; fail "--min-time failed"; }
+python3 - "$WORK/min.json" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))
+for size in (65536, 262144):
+    got = {r["timed_calls"] for r in rows if r["size_bytes"] == size}
+    if len(got) != 1:
+        sys.exit(f"FAIL: {size} B: cases timed {sorted(got)} calls, not alike")
+    n = got.pop()
+    if not 3 < n <= 1024:
+        sys.exit(f"FAIL: {size} B: {n} timed calls for 20 ms of sub-ms calls")
+    slowest = max(r["native_ms"] + r["compressed_ms"] for r in rows if r["size_bytes"] == size)
+    if n > 1 and (n - 1) * slowest > 20 * 10:
+        sys.exit(f"FAIL: {size} B: {n} calls of up to {slowest} ms for 20 ms")
+print("ok: --min-time adds calls to short cases")
+PY
+if "$MPIRUN" -np 1 "$COLL_BENCH" --sizes 64K --min-time soon >"$WORK/bad.out" 2>&1; then
+  fail "--min-time soon was accepted"
+fi
+grep -q "bad --min-time 'soon'" "$WORK/bad.out" || fail "no error naming --min-time: $(cat "$WORK/bad.out")"
+echo "ok: a bad --min-time is refused"
+
