@@ -178,8 +178,10 @@ void gcmpi_nodes_free(gcmpi_nodes *nodes);
  * (one small allreduce a check). When the slowest rank's median of its
  * latest GCMPI_AUTO_DRIFT_CALLS calls is above (1 + GCMPI_AUTO_DRIFT)
  * times the trial's median for the settled algorithm and slower than
- * another candidate's trial median by GCMPI_AUTO_MARGIN, the size is
- * tried again (within GCMPI_AUTO_RETRIALS): a few trial calls caught in a
+ * another candidate's trial median by GCMPI_AUTO_MARGIN, and the calls
+ * since the previous check lost at least what the last trial's other
+ * candidates cost beyond the settled one, the size is tried again
+ * (within GCMPI_AUTO_RETRIALS): a few trial calls caught in a
  * slow moment of a shared host had put native ahead of hier's window
  * (45 against 67 ms, 4 ranks, 64 MiB) whose calls then took 31 against
  * native's 69. */

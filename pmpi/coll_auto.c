@@ -961,12 +961,22 @@ static int check_drift(gcmpi_coll_ctx *ctx, gcmpi_auto_choice *c)
     const int rc = PMPI_Allreduce(&mine, &agreed, 1, MPI_DOUBLE, MPI_MAX, ctx->comm);
     if (ctx->stats) ctx->stats->comm_s += PMPI_Wtime() - t0;
     if (rc != MPI_SUCCESS) return rc;
-    double other = INFINITY;
-    for (int i = 0; i < c->n_trial; i++)
-        if (c->trial[i] != c->algo && c->trial_calls[i] > 0 && c->trial_median_s[i] < other)
-            other = c->trial_median_s[i];
+    double other = INFINITY, cost = 0.0;
+    for (int i = 0; i < c->n_trial; i++) {
+        if (c->trial[i] == c->algo || c->trial_calls[i] <= 0) continue;
+        if (c->trial_median_s[i] < other) other = c->trial_median_s[i];
+        if (c->trial_median_s[i] > chosen)
+            cost += c->trial_calls[i] * (c->trial_median_s[i] - chosen);
+    }
+    /* A new trial costs about what the last one's other candidates took
+     * beyond the settled algorithm; it runs only when the calls since the
+     * previous check lost at least that against their trial, so re-trials
+     * never cost more than the drift they answer: a size of 0.02 ms calls
+     * whose candidates take 0.15 ms is not tried again over 16 calls that
+     * took 0.1 ms. */
+    const double since = picks > GCMPI_AUTO_DRIFT_CALLS ? (double)picks / 2 : (double)picks;
     if (agreed > (1.0 + GCMPI_AUTO_DRIFT) * chosen &&
-        agreed > (1.0 + GCMPI_AUTO_MARGIN) * other) {
+        agreed > (1.0 + GCMPI_AUTO_MARGIN) * other && (agreed - chosen) * since >= cost) {
         start_over(c, c->ratio);
         c->drifted = 1;
         c->drift_retrials++;
