@@ -25,8 +25,9 @@
 #   bit for bit again);
 #   bench/netem --nodes 2 1gbit, 4 ranks (CLUSTER=0 skips): native, auto
 #   with topk 0.01 and with int8, GCMPI_AUTO_CACHE=off (trials run).
-# Writes OUTDIR/ARM.log, ARM.stats.json and summary.md; exits 1 when an
-# exact arm's losses differ from its native run's.
+# ARMS="NAME ..." runs only those arms (the summary lists every ARM.log in
+# OUTDIR). Writes OUTDIR/ARM.log, ARM.stats.json and summary.md; exits 1
+# when an exact arm's losses differ from its native run's.
 set -uo pipefail
 example=${1:?usage: horovod-mnist.sh EXAMPLE PYTHON OUTDIR}
 py=${2:?usage: horovod-mnist.sh EXAMPLE PYTHON OUTDIR}
@@ -49,6 +50,7 @@ export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_hwloc_base_binding_policy=no
 # arm NAME NP WRAP "GCMPI_VAR=VALUE ..." [example options...]
 arm() {
   local name=$1 np=$2 wrap=$3 vars=$4; shift 4
+  [ -z "${ARMS:-}" ] || [[ " $ARMS " == *" $name "* ]] || return 0
   local xs=() start end
   if [ -n "$vars" ]; then
     xs+=(-x "LD_PRELOAD=$lib" -x "GCMPI_STATS=$out/$name.stats.json")
@@ -116,7 +118,7 @@ for log in sorted(glob.glob(f"{out}/*.log"), key=os.path.getmtime):
                      f'{sum(a["band"]["calls"] for a in ch)} band calls: ' +
                      ", ".join(sorted({a["algo"] for a in ch})))
     same = ""
-    if name in exact:
+    if name in exact and os.path.exists(f"{out}/{exact[name]}.log"):
         ok = losses(name) == losses(exact[name])
         same = "identical" if ok else "DIFFER"
         bad += not ok
