@@ -1,0 +1,1 @@
+/work/main/bench/netem --nodes 2 1gbit -- mpirun -np 4 -x LD_PRELOAD=/work/main/build/pmpi/libgcmpi.so -x GCMPI_STATS=DIR/cluster-topk-auto.stats.json -x GCMPI_CODEC=topk -x GCMPI_RATIO=0.01 -x GCMPI_AUTO_CACHE=off PYTHON EXAMPLE --epochs 3 --log-interval 50 --data-dir DIR/data
