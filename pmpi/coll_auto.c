@@ -872,11 +872,11 @@ static gcmpi_auto_choice *choice_row(gcmpi_auto_model *m, size_t count, double r
 }
 
 /* The cached trial outcome for count at the call's kept fraction: its
- * own size's, else the nearest within GCMPI_AUTO_BAND as choice_row
- * finds rows; NULL for none. The same on every rank: the table and the
- * ratio are. */
+ * own size's, else (neighbours) the nearest within GCMPI_AUTO_BAND as
+ * choice_row finds rows; NULL for none. The same on every rank: the
+ * table and the ratio are. */
 static const gcmpi_auto_settled *cached_outcome(const gcmpi_auto_model *m, size_t count,
-                                                double ratio)
+                                                double ratio, int neighbours)
 {
     const gcmpi_auto_settled *near = NULL;
     for (int i = 0; i < m->cached.n_settled; i++) {
@@ -884,7 +884,8 @@ static const gcmpi_auto_settled *cached_outcome(const gcmpi_auto_model *m, size_
         if (!same_ratio(s->ratio, ratio)) continue;
         if (s->count == count) return s;
         const double apart = sizes_apart(s->count, count);
-        if (apart <= GCMPI_AUTO_BAND && (!near || apart < sizes_apart(near->count, count)))
+        if (neighbours && apart <= GCMPI_AUTO_BAND &&
+            (!near || apart < sizes_apart(near->count, count)))
             near = s;
     }
     return near;
@@ -905,10 +906,10 @@ static double scaled_to_row(const gcmpi_coll_ctx *ctx, const gcmpi_auto_model *m
 }
 
 /* A settled trial into the cache's table (replacing the outcome of the
- * same size and kept fraction), saved by rank 0. */
+ * same size and kept fraction, not a neighbour's), saved by rank 0. */
 static void remember_outcome(gcmpi_auto_model *m, const gcmpi_auto_choice *c)
 {
-    gcmpi_auto_settled *row = (gcmpi_auto_settled *)cached_outcome(m, c->count, c->ratio);
+    gcmpi_auto_settled *row = (gcmpi_auto_settled *)cached_outcome(m, c->count, c->ratio, 0);
     if (!row && m->cached.n_settled < GCMPI_AUTO_MAX_CHOICES)
         row = &m->cached.settled[m->cached.n_settled++];
     if (!row) return;
@@ -997,7 +998,8 @@ static void start_trial(gcmpi_coll_ctx *ctx, gcmpi_auto_model *m, gcmpi_auto_cho
     /* A job with the same key tried this size at this fraction and
      * settled: its outcome, without the trial's calls of the slower
      * candidates (on the emulated cluster 2-3 s of a 14 s epoch). */
-    const gcmpi_auto_settled *known = c->drifted ? NULL : cached_outcome(m, c->count, c->ratio);
+    const gcmpi_auto_settled *known =
+        c->drifted ? NULL : cached_outcome(m, c->count, c->ratio, 1);
     if (known) {
         c->algo = known->algo;
         c->settled = 1;
