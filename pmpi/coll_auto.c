@@ -850,6 +850,14 @@ static double sizes_apart(size_t a, size_t b)
     return a > b ? (double)a / (double)b : (double)b / (double)a;
 }
 
+/* Whether size is within GCMPI_AUTO_BAND of count and nearer to it than
+ * best (0: none yet; of two as near, the earlier stays). */
+static int nearer_in_band(size_t size, size_t count, size_t best)
+{
+    const double apart = sizes_apart(size, count);
+    return apart <= GCMPI_AUTO_BAND && (!best || apart < sizes_apart(best, count));
+}
+
 /* The row a call of count floats at kept fraction ratio takes: its own
  * size's, else the nearest within GCMPI_AUTO_BAND tried at the same
  * fraction (the earlier of two as near), else, with add and room, a new
@@ -857,18 +865,15 @@ static double sizes_apart(size_t a, size_t b)
  * count and the ratio are. */
 static gcmpi_auto_choice *choice_row(gcmpi_auto_model *m, size_t count, double ratio, int add)
 {
-    gcmpi_auto_choice *own = gcmpi_auto_row(m->choices, &m->n_choices, count, 0);
-    if (own) return own;
     gcmpi_auto_choice *near = NULL;
     for (int i = 0; i < m->n_choices; i++) {
         gcmpi_auto_choice *c = &m->choices[i];
-        const double apart = sizes_apart(c->count, count);
-        if (apart <= GCMPI_AUTO_BAND && same_ratio(c->ratio, ratio) &&
-            (!near || apart < sizes_apart(near->count, count)))
+        if (c->count == count) return c;
+        if (same_ratio(c->ratio, ratio) && nearer_in_band(c->count, count, near ? near->count : 0))
             near = c;
     }
     if (near || !add) return near;
-    return gcmpi_auto_row(m->choices, &m->n_choices, count, 1);
+    return gcmpi_auto_row(m->choices, &m->n_choices, count, 1); /* a new row */
 }
 
 /* The cached trial outcome for count at the call's kept fraction: its
@@ -883,10 +888,7 @@ static const gcmpi_auto_settled *cached_outcome(const gcmpi_auto_model *m, size_
         const gcmpi_auto_settled *s = &m->cached.settled[i];
         if (!same_ratio(s->ratio, ratio)) continue;
         if (s->count == count) return s;
-        const double apart = sizes_apart(s->count, count);
-        if (neighbours && apart <= GCMPI_AUTO_BAND &&
-            (!near || apart < sizes_apart(near->count, count)))
-            near = s;
+        if (neighbours && nearer_in_band(s->count, count, near ? near->count : 0)) near = s;
     }
     return near;
 }
