@@ -408,10 +408,8 @@ static int case_calls_after_first(const timed_case *cases, int k, const options 
     const int least = case_total_calls(o);
     if (!(o->min_time > 0) || !(slowest > 0)) return least;
     const double fit = ceil(o->min_time / slowest);
-    const int most = o->warmup + MAX_REPS;
-    return fit >= (double)(most - o->warmup) ? most
-           : o->warmup + (int)fit > least    ? o->warmup + (int)fit
-                                             : least;
+    const int calls = o->warmup + (fit < MAX_REPS ? (int)fit : MAX_REPS);
+    return calls > least ? calls : least;
 }
 
 /* Every call of one case in a row. */
