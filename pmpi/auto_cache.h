@@ -27,14 +27,15 @@
 
 /* Bump when a figure's meaning changes (sizes, how runs are timed): older
  * files then no longer match any key. */
-#define GCMPI_AUTO_CALIBRATION_VERSION 6 /* 2: the 64 KiB allreduces; 3: a
+#define GCMPI_AUTO_CALIBRATION_VERSION 7 /* 2: the 64 KiB allreduces; 3: a
                                             settled line's median, the
                                             collective in the key; 4: inputs
                                             written before timing, encode
                                             without the inf/NaN pass; 5: the
                                             codec timed by the host's ranks
                                             together; 6: hier's columns'
-                                            share of the link */
+                                            share of the link; 7: sparse_rd's
+                                            own passes */
 /* A cached model holds while a fresh run of its checked figure is within
  * this factor of the cached one. Runs of one figure varied by up to 1.7x
  * on this 2-core machine; 1 and 10 Gbit/s differ by several times. */

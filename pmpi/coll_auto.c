@@ -82,8 +82,9 @@
  * (flat, between leaders) the three primitives at two sizes, at the large
  * third point and that point's sizes (allreduce and alltoall, allgather
  * block), allreduce and alltoall at the fourth and its size (0: not
- * measured); inside a node; the scan's, encode's and decode's seconds at
- * each of CODEC_POINTS, and the payload ratio. */
+ * measured); inside a node; the scan's, encode's, decode's and (sparse
+ * codecs) sparse_rd's own passes' seconds at each of CODEC_POINTS, and the
+ * payload ratio. */
 enum {
     F_AR1, F_AR2, F_AG1, F_AG2, F_A2A1, F_A2A2, F_AR3, F_AG3, F_A2A3, F_X, F_XG, /* flat */
     F_AR4, F_A2A4, F_X4, F_ARS,
@@ -92,7 +93,8 @@ enum {
     N_RB1, N_RB2, N_AR1, N_AR2, N_ARM, N_ARS, /* in a node */
     H_COLS, /* hier's columns all at once (column_share) */
     C_SCAN, C_ENC = C_SCAN + 3, C_DEC = C_ENC + 3, /* codec, at CODEC_POINTS */
-    C_RATIO = C_DEC + 3,
+    C_SET = C_DEC + 3, /* sparse codecs: sparse_rd's own passes, at CODEC_POINTS */
+    C_RATIO = C_SET + 3,
     FIGURES
 };
 enum { COMM_FIGURES = F_ARS - F_AR1 + 1 };
@@ -409,6 +411,20 @@ static const struct {
 enum { CODEC_N_POINTS = sizeof CODEC_POINTS / sizeof CODEC_POINTS[0] };
 _Static_assert(CODEC_N_POINTS == C_ENC - C_SCAN, "a scan, encode and decode figure a point");
 
+/* What sparse_rd does to its vector besides encoding and exchanging: its
+ * own set made from its payload (the vector cleared, decoded into, read
+ * twice) and a set placed in its output. Its model once counted these as
+ * four passes at the input scan's rate, which put sparse_rd at 1.4 to 2.3
+ * times its measured time: the scan checks every float, a clear or a count
+ * only streams them. */
+static int set_passes(gcmpi_coll_ctx *ctx, const void *payload, size_t len, float *out,
+                      size_t n, uint32_t *units)
+{
+    int64_t m = 0;
+    const int err = gcmpi_sparse_rd_host.local_set(ctx, payload, len, out, n, units, &m);
+    return err ? err : gcmpi_sparse_rd_host.place(units, m, out, n);
+}
+
 /* The codec's figures, each run started and ended by the ranks of host
  * together: the ranks that share this host's cores and memory (MPI's
  * shared-memory split of the communicator), whatever nodes hier was told
@@ -421,18 +437,19 @@ static void measure_codec(gcmpi_coll_ctx *ctx, MPI_Comm host, double *f, float *
 {
     const gcmpi_config *cfg = ctx->cfg;
     const int ef = cfg->ef && !(gc_codec_flags(cfg->codec) & GC_LOSSLESS);
+    const int sparse = (gc_codec_flags(cfg->codec) & GC_SPARSE) != 0;
     synthetic_gradient(x, CODEC_FLOATS);
     size_t len = 0;
     int failed = 0;
     for (int k = 0; k < CODEC_N_POINTS; k++) {
         const size_t n = CODEC_POINTS[k].floats;
         const int calls = CODEC_POINTS[k].calls, runs = CODEC_POINTS[k].runs;
-        double ts[REPEATS], te[REPEATS], td[REPEATS];
+        double ts[REPEATS], te[REPEATS], td[REPEATS], tp[REPEATS];
         for (int i = 0; i < runs; i++) {
             if (ef) memset(residual, 0, n * sizeof(float));
             memset(acc, 0, n * sizeof(float));
-            ts[i] = te[i] = td[i] = INFINITY;
-            double scan = 0, enc = 0, dec = 0;
+            ts[i] = te[i] = td[i] = tp[i] = INFINITY;
+            double scan = 0, enc = 0, dec = 0, sets = 0;
             int rc = PMPI_Barrier(host);
             double t0 = PMPI_Wtime();
             /* what every compressed call does first */
@@ -450,13 +467,23 @@ static void measure_codec(gcmpi_coll_ctx *ctx, MPI_Comm host, double *f, float *
             for (int c = 0; c < calls && !failed; c++)
                 gc_decode_add_as(cfg->codec, payload, len, acc, n, ctx->ws);
             if (rc == MPI_SUCCESS) rc = time_node_ranks(host, t0, &dec);
+            if (sparse) {
+                /* The residual is cleared before the next run's encode:
+                 * here it holds the set's units. */
+                t0 = PMPI_Wtime();
+                for (int c = 0; c < calls && !failed; c++)
+                    failed = set_passes(ctx, payload, len, acc, n, (uint32_t *)residual) != 0;
+                if (rc == MPI_SUCCESS) rc = time_node_ranks(host, t0, &sets);
+            }
             if (failed || rc != MPI_SUCCESS) continue;
-            ts[i] = scan / calls, te[i] = enc / calls, td[i] = dec / calls;
+            ts[i] = scan / calls, te[i] = enc / calls, td[i] = dec / calls, tp[i] = sets / calls;
         }
         const double scan = settled(ts, runs), enc = settled(te, runs), dec = settled(td, runs);
+        const double sets = settled(tp, runs);
         f[C_SCAN + k] = isfinite(scan) ? scan : 0.0;
         f[C_ENC + k] = isfinite(enc) ? enc : 0.0;
         f[C_DEC + k] = isfinite(dec) ? dec : 0.0;
+        f[C_SET + k] = sparse && isfinite(sets) ? sets : 0.0;
     }
     double slowest_node[C_RATIO - C_SCAN];
     if (PMPI_Allreduce(&f[C_SCAN], slowest_node, C_RATIO - C_SCAN, MPI_DOUBLE, MPI_MAX,
@@ -639,6 +666,7 @@ static void model_from(gcmpi_coll_ctx *ctx, const gcmpi_nodes *nodes, const doub
     e->scan = gcmpi_lin_through(xc, &agreed[C_SCAN], CODEC_N_POINTS);
     e->encode = gcmpi_lin_through(xc, &agreed[C_ENC], CODEC_N_POINTS);
     e->decode = gcmpi_lin_through(xc, &agreed[C_DEC], CODEC_N_POINTS);
+    e->sets = gcmpi_lin_through(xc, &agreed[C_SET], CODEC_N_POINTS);
     e->payload_ratio = agreed[C_RATIO];
     e->native_ratio = native_ratio(cfg, p, agreed[C_RATIO]);
     e->density = (gc_codec_flags(cfg->codec) & GC_SPARSE) ? cfg->params.ratio : 0.0;

@@ -179,6 +179,9 @@ typedef struct gcmpi_sparse_rd_ops {
     /* out[0..n) = the set; 0 or a gc error code */
     int (*place)(const uint32_t *units, int64_t m, float *out, size_t n);
 } gcmpi_sparse_rd_ops;
+/* Host vectors' steps (coll_sparse_rd.c); auto's calibration times their
+ * local_set and place, sparse_rd's own passes over the vector. */
+extern const gcmpi_sparse_rd_ops gcmpi_sparse_rd_host;
 int gcmpi_allreduce_sparse_rd_with(gcmpi_coll_ctx *ctx, const gcmpi_sparse_rd_ops *ops,
                                    const float *in, float *out, size_t count, gcmpi_ef_slot *ef);
 

@@ -204,7 +204,7 @@ static int host_place(const uint32_t *units, int64_t m, float *out, size_t n)
     return 0;
 }
 
-static const gcmpi_sparse_rd_ops host_vectors = {
+const gcmpi_sparse_rd_ops gcmpi_sparse_rd_host = {
     .encode = host_encode,
     .local_set = host_local_set,
     .place = host_place,
@@ -213,7 +213,7 @@ static const gcmpi_sparse_rd_ops host_vectors = {
 int gcmpi_allreduce_sparse_rd(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t count,
                               gcmpi_ef_slot *ef)
 {
-    return gcmpi_allreduce_sparse_rd_with(ctx, &host_vectors, in, out, count, ef);
+    return gcmpi_allreduce_sparse_rd_with(ctx, &gcmpi_sparse_rd_host, in, out, count, ef);
 }
 
 int gcmpi_allreduce_sparse_rd_with(gcmpi_coll_ctx *ctx, const gcmpi_sparse_rd_ops *ops,

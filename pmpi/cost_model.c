@@ -7,9 +7,10 @@
  * bound (~5 GB/s of vector), a merge of two sorted (index, value) lists
  * streams each entry once (~3 ns). Besides, its own set goes through the
  * dense vector DENSE_PASSES times (cleared, two reads to make the sorted
- * set, cleared for the result), each a pass like the input scan where that
- * was measured: 4 ranks on 2 cores spent 80 ms of a 64 MiB call there,
- * which a fixed 5 GB/s put at 13. */
+ * set, cleared for the result): where the library measured those passes
+ * (env->sets) it takes them; else each a pass like the input scan, or at
+ * 5 GB/s with the result's copy on top where no scan was measured (the
+ * scale tool's alpha-beta figures). */
 #define DENSE_ADD_S_PER_BYTE 2e-10
 #define MERGE_S_PER_ENTRY 3e-9
 #define DENSE_PASSES 4
@@ -98,7 +99,9 @@ static double sparse_rd_cost(const gcmpi_cost_env *e, double bytes)
     /* the scan, this rank's own set encoded and added, its dense passes */
     const double scan = gcmpi_lin_at(e->scan, bytes);
     const double pass = scan > 0 ? scan : DENSE_ADD_S_PER_BYTE * bytes;
-    double t = scan + enc(e, bytes) + dec(e, bytes) + DENSE_PASSES * pass;
+    const double sets = gcmpi_lin_at(e->sets, bytes);
+    const int measured = sets > 0;
+    double t = scan + enc(e, bytes) + (measured ? sets : dec(e, bytes) + DENSE_PASSES * pass);
     double dens = d;
     for (int r = -folded; r < rounds; r++) {
         const double entries = dens * n;
@@ -109,6 +112,10 @@ static double sparse_rd_cost(const gcmpi_cost_env *e, double bytes)
         dens = 1.0 - (1.0 - dens) * (1.0 - dens);
     }
     if (folded) t += p2p(e, dens * n * SPARSE_ENTRY_BYTES > bytes ? bytes : dens * n * SPARSE_ENTRY_BYTES);
+    /* The result placed in the output: the measured passes placed this
+     * rank's own set, the union's further entries cost their scatter (a
+     * dense union's copy streams like the clear it replaces). */
+    if (measured) return t + (dens * SPARSE_ENTRY_BYTES * n > bytes ? 0.0 : per_entry * (dens - d) * n);
     return t + DENSE_ADD_S_PER_BYTE * bytes; /* the final scatter into the output */
 }
 

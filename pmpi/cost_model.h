@@ -89,6 +89,10 @@ typedef struct gcmpi_cost_env {
                                   makes of its input first                     */
     gcmpi_lin encode;          /* codec encode (with the residual under EF)    */
     gcmpi_lin decode;          /* decode_add of one payload, x output bytes    */
+    gcmpi_lin sets;            /* sparse_rd's own passes: its set made from
+                                  its payload (decode included) and a set
+                                  placed in the output; zero: not measured,
+                                  taken as passes at the scan's rate        */
     double payload_ratio;      /* payload bytes / input bytes                  */
     double native_ratio;       /* bytes MPI sums on the native path / input
                                   bytes; 0: the codec has no native path       */
@@ -141,8 +145,10 @@ static inline double gcmpi_window_scatter_share(int q)
  *                S segments): the window's gather + max(A, B) + min(A, B)/S,
  *                A the window's reduce-scatter and the compute, B the
  *                communication
- *   sparse_rd    recursive doubling: round r exchanges the union of 2^r
- *                payloads, dense once the union is denser than half
+ *   sparse_rd    encode + its own set's passes (sets) + recursive
+ *                doubling: round r exchanges the union of 2^r payloads,
+ *                dense once the union is denser than half + the result's
+ *                entries beyond its own set placed
  * Returns INFINITY for an algorithm env cannot run (native without a
  * native path, hier or sparse_rd where they do not apply). inner is the
  * algorithm hier runs between nodes. */

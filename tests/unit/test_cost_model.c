@@ -94,6 +94,28 @@ Test(cost_model, sparse_recursive_doubling_beats_the_allgather_at_scale)
     cr_assert(isinf(gcmpi_cost_predict(&dense, GCMPI_ALGO_SPARSE_RD, 0, b)));
 }
 
+Test(cost_model, sparse_rd_takes_its_measured_passes_instead_of_scan_rate_ones)
+{
+    /* 4 ranks, density 0.01: a sparse union throughout (0.04 at the end). */
+    gcmpi_cost_env e = cluster(4, 1, 1.25e9, 0.02, 0.01);
+    e.scan = gcmpi_lin_rate(8e9);
+    const double b = 64e6;
+    const double guessed = gcmpi_cost_predict(&e, GCMPI_ALGO_SPARSE_RD, 0, b);
+    e.sets = gcmpi_lin_rate(4e9);
+    const double measured = gcmpi_cost_predict(&e, GCMPI_ALGO_SPARSE_RD, 0, b);
+    /* Guessed: decode + four passes at the scan's rate + the result's
+     * 5 GB/s placement; measured: the passes' own line, then the union's
+     * entries beyond this rank's own set scattered (3 ns each). */
+    const double n = b / 4, d = 0.01, final = 1 - pow(1 - d, 4);
+    const double guessed_own = b / 5e9 + 4 * b / 8e9 + 2e-10 * b;
+    const double measured_own = b / 4e9 + 3e-9 * (final - d) * n;
+    cr_assert_float_eq(measured - guessed, measured_own - guessed_own, 1e-9);
+    /* Bigger, dearer passes cost more. */
+    e.sets = gcmpi_lin_rate(2e9);
+    cr_assert_float_eq(gcmpi_cost_predict(&e, GCMPI_ALGO_SPARSE_RD, 0, b) - measured, b / 4e9,
+                       1e-9);
+}
+
 Test(cost_model, native_needs_a_native_path)
 {
     gcmpi_cost_env e = cluster(8, 1, 1.25e9, 0.25, 0);
