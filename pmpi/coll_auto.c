@@ -400,13 +400,24 @@ static int time_node_ranks(MPI_Comm node, double t0, double *elapsed)
  * large one streams from memory): its floats, calls a run (short calls
  * repeated so the node's barriers stay a small part of a run, and a run
  * is already a mean), runs. */
+/* At the points that fit a cache, after the first run each step's calls
+ * a run are raised so that a run takes about CODEC_RUN_S, at most
+ * CODEC_MAX_CALLS: a barrier of 8 ranks on 2 cores costs about 11 ms,
+ * which at 16 and 4 calls a run put topk's 64 KiB and 1 MiB allgather at
+ * 2.3-4.3x their time (8 ranks over shared memory: 31 of 56 predictions
+ * within 25 %, 38 with more calls). The largest point keeps one call a
+ * run: repeated, its vectors stay in the cache a large gradient misses,
+ * and the model put int8's 64 MiB calls at 2 ranks at 0.52-0.62x. */
+#define CODEC_RUN_S 0.02
+#define CODEC_MAX_CALLS 256
+enum { STEP_SCAN, STEP_ENC, STEP_DEC, STEP_SET, STEPS };
 static const struct {
     size_t floats;
-    int calls, runs;
+    int calls, runs, more; /* more: calls raised after the first run */
 } CODEC_POINTS[] = {
-    {((size_t)64 << 10) / sizeof(float), 16, BIG_REPEATS},
-    {((size_t)1 << 20) / sizeof(float), 4, BIG_REPEATS},
-    {CODEC_FLOATS, 1, BIG_REPEATS},
+    {((size_t)64 << 10) / sizeof(float), 16, BIG_REPEATS, 1},
+    {((size_t)1 << 20) / sizeof(float), 4, BIG_REPEATS, 1},
+    {CODEC_FLOATS, 1, BIG_REPEATS, 0},
 };
 enum { CODEC_N_POINTS = sizeof CODEC_POINTS / sizeof CODEC_POINTS[0] };
 _Static_assert(CODEC_N_POINTS == C_ENC - C_SCAN, "a scan, encode and decode figure a point");
@@ -423,6 +434,29 @@ static int set_passes(gcmpi_coll_ctx *ctx, const void *payload, size_t len, floa
     int64_t m = 0;
     const int err = gcmpi_sparse_rd_host.local_set(ctx, payload, len, out, n, units, &m);
     return err ? err : gcmpi_sparse_rd_host.place(units, m, out, n);
+}
+
+/* Each step's calls a run from its first run's (the warm-up's) time a
+ * call, the same on every rank of host: its most. Collective over host. */
+static void more_calls(MPI_Comm host, double t[STEPS][REPEATS], int *calls)
+{
+    int want[STEPS], agreed[STEPS];
+    for (int j = 0; j < STEPS; j++) {
+        const double per_call = t[j][0];
+        want[j] = calls[j];
+        if (isfinite(per_call) && per_call > 0 && per_call * calls[j] < CODEC_RUN_S)
+            want[j] = per_call * CODEC_MAX_CALLS < CODEC_RUN_S
+                          ? CODEC_MAX_CALLS
+                          : (int)ceil(CODEC_RUN_S / per_call);
+    }
+    if (PMPI_Allreduce(want, agreed, STEPS, MPI_INT, MPI_MAX, host) == MPI_SUCCESS)
+        memcpy(calls, agreed, sizeof agreed);
+}
+
+static double settled_or_0(double *t, int runs)
+{
+    const double s = settled(t, runs);
+    return isfinite(s) ? s : 0.0;
 }
 
 /* The codec's figures, each run started and ended by the ranks of host
@@ -443,47 +477,47 @@ static void measure_codec(gcmpi_coll_ctx *ctx, MPI_Comm host, double *f, float *
     int failed = 0;
     for (int k = 0; k < CODEC_N_POINTS; k++) {
         const size_t n = CODEC_POINTS[k].floats;
-        const int calls = CODEC_POINTS[k].calls, runs = CODEC_POINTS[k].runs;
-        double ts[REPEATS], te[REPEATS], td[REPEATS], tp[REPEATS];
+        const int runs = CODEC_POINTS[k].runs;
+        int calls[STEPS];
+        for (int j = 0; j < STEPS; j++) calls[j] = CODEC_POINTS[k].calls;
+        double t[STEPS][REPEATS];
         for (int i = 0; i < runs; i++) {
             if (ef) memset(residual, 0, n * sizeof(float));
             memset(acc, 0, n * sizeof(float));
-            ts[i] = te[i] = td[i] = tp[i] = INFINITY;
-            double scan = 0, enc = 0, dec = 0, sets = 0;
+            double took[STEPS] = {0};
             int rc = PMPI_Barrier(host);
             double t0 = PMPI_Wtime();
             /* what every compressed call does first */
-            for (int c = 0; c < calls; c++) failed = failed || !gc_all_finite(x, n);
-            if (rc == MPI_SUCCESS) rc = time_node_ranks(host, t0, &scan);
+            for (int c = 0; c < calls[STEP_SCAN]; c++) failed = failed || !gc_all_finite(x, n);
+            if (rc == MPI_SUCCESS) rc = time_node_ranks(host, t0, &took[STEP_SCAN]);
             t0 = PMPI_Wtime();
-            for (int c = 0; c < calls && !failed; c++) {
+            for (int c = 0; c < calls[STEP_ENC] && !failed; c++) {
                 /* scanned above, as a call's check does: not again */
                 len = gc_encode_finite(cfg->codec, x, ef ? residual : NULL, n, &cfg->params, 1,
                                        payload, cap, ctx->ws);
                 failed = gc_is_error(len);
             }
-            if (rc == MPI_SUCCESS) rc = time_node_ranks(host, t0, &enc);
+            if (rc == MPI_SUCCESS) rc = time_node_ranks(host, t0, &took[STEP_ENC]);
             t0 = PMPI_Wtime();
-            for (int c = 0; c < calls && !failed; c++)
+            for (int c = 0; c < calls[STEP_DEC] && !failed; c++)
                 gc_decode_add_as(cfg->codec, payload, len, acc, n, ctx->ws);
-            if (rc == MPI_SUCCESS) rc = time_node_ranks(host, t0, &dec);
+            if (rc == MPI_SUCCESS) rc = time_node_ranks(host, t0, &took[STEP_DEC]);
             if (sparse) {
                 /* The residual is cleared before the next run's encode:
                  * here it holds the set's units. */
                 t0 = PMPI_Wtime();
-                for (int c = 0; c < calls && !failed; c++)
+                for (int c = 0; c < calls[STEP_SET] && !failed; c++)
                     failed = set_passes(ctx, payload, len, acc, n, (uint32_t *)residual) != 0;
-                if (rc == MPI_SUCCESS) rc = time_node_ranks(host, t0, &sets);
+                if (rc == MPI_SUCCESS) rc = time_node_ranks(host, t0, &took[STEP_SET]);
             }
-            if (failed || rc != MPI_SUCCESS) continue;
-            ts[i] = scan / calls, te[i] = enc / calls, td[i] = dec / calls, tp[i] = sets / calls;
+            const int ok = !failed && rc == MPI_SUCCESS;
+            for (int j = 0; j < STEPS; j++) t[j][i] = ok ? took[j] / calls[j] : INFINITY;
+            if (i == 0 && CODEC_POINTS[k].more) more_calls(host, t, calls);
         }
-        const double scan = settled(ts, runs), enc = settled(te, runs), dec = settled(td, runs);
-        const double sets = settled(tp, runs);
-        f[C_SCAN + k] = isfinite(scan) ? scan : 0.0;
-        f[C_ENC + k] = isfinite(enc) ? enc : 0.0;
-        f[C_DEC + k] = isfinite(dec) ? dec : 0.0;
-        f[C_SET + k] = sparse && isfinite(sets) ? sets : 0.0;
+        f[C_SCAN + k] = settled_or_0(t[STEP_SCAN], runs);
+        f[C_ENC + k] = settled_or_0(t[STEP_ENC], runs);
+        f[C_DEC + k] = settled_or_0(t[STEP_DEC], runs);
+        f[C_SET + k] = sparse ? settled_or_0(t[STEP_SET], runs) : 0.0;
     }
     double slowest_node[C_RATIO - C_SCAN];
     if (PMPI_Allreduce(&f[C_SCAN], slowest_node, C_RATIO - C_SCAN, MPI_DOUBLE, MPI_MAX,
