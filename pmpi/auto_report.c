@@ -229,12 +229,14 @@ void gcmpi_auto_report_models_json(FILE *f)
                 "%s\n    {\"comm\": \"%s\", \"ranks\": %d, \"nodes\": %d, \"node_size\": %d, "
                 "\"alpha-inter\": %.6g, \"gbits\": %.6g, \"alpha-intra\": %.6g, "
                 "\"gbytes-intra\": %.6g, \"encode-gbs\": %.6g, \"decode-gbs\": %.6g, "
+                "\"sets-gbs\": %.6g, "
                 "\"payload-ratio\": %.6g, \"density\": %.6g, \"native-ratio\": %.6g, "
                 "\"column-share\": %.6g, "
                 "\"calibration_s\": %.6g, \"calibration\": \"%s\", \"cache_file\": ",
                 first ? "" : ",", r->comm, e->p, e->n_nodes, e->node_size, ai, 8e-9 * bi, aq,
                 1e-9 * bq, 1e-9 * gcmpi_lin_rate_of(e->encode),
-                1e-9 * gcmpi_lin_rate_of(e->decode), e->payload_ratio,
+                1e-9 * gcmpi_lin_rate_of(e->decode), 1e-9 * gcmpi_lin_rate_of(e->sets),
+                e->payload_ratio,
                 e->density, e->native_ratio, e->column_share > 0 ? e->column_share : 1.0,
                 r->calibration_s, SOURCES[r->source].name);
         if (r->cache_file[0]) gcmpi_json_string(f, r->cache_file);

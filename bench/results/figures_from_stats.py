@@ -15,7 +15,7 @@ import json
 import sys
 
 FIGURES = ["alpha-inter", "alpha-intra", "gbytes-intra", "encode-gbs", "decode-gbs",
-           "payload-ratio", "density", "native-ratio", "column-share"]
+           "sets-gbs", "payload-ratio", "density", "native-ratio", "column-share"]
 
 
 def main():
