@@ -389,8 +389,9 @@ static void synthetic_gradient(float *x, size_t n)
  * runs the same calls whatever its codec returns. The codec's runs take as
  * their node the ranks that share the host (measure_codec), which is more
  * than hier's node where one host emulates several. */
-static int time_node_ranks(MPI_Comm node, double t0, double *elapsed)
+static int time_node_ranks(MPI_Comm node, double t0, double *elapsed, double *own)
 {
+    *own = PMPI_Wtime() - t0; /* this rank's part alone */
     const int rc = PMPI_Barrier(node);
     *elapsed = PMPI_Wtime() - t0;
     return rc;
@@ -401,14 +402,18 @@ static int time_node_ranks(MPI_Comm node, double t0, double *elapsed)
  * repeated so the node's barriers stay a small part of a run, and a run
  * is already a mean), runs. */
 /* At the points that fit a cache, after the first run each step's calls
- * a run are raised so that a run takes about CODEC_RUN_S, at most
- * CODEC_MAX_CALLS: a barrier of 8 ranks on 2 cores costs about 11 ms,
- * which at 16 and 4 calls a run put topk's 64 KiB and 1 MiB allgather at
- * 2.3-4.3x their time (8 ranks over shared memory: 31 of 56 predictions
- * within 25 %, 38 with more calls). The largest point keeps one call a
- * run: repeated, its vectors stay in the cache a large gradient misses,
- * and the model put int8's 64 MiB calls at 2 ranks at 0.52-0.62x. */
+ * a run are raised until the wait at the run's closing barrier is at most
+ * a tenth of it (WAIT_SHARE; the run at most CODEC_RUN_S, at most
+ * CODEC_MAX_CALLS calls): 8 ranks on 2 cores finish a short step up to
+ * 10 ms apart, time slices, and at 16 and 4 calls a run the model put
+ * topk's 64 KiB and 1 MiB allgather at 2.3-4.3x their time (8 ranks over
+ * shared memory: 31 of 56 predictions within 25 %, 41 with the waits
+ * outweighed). Ranks with cores of their own wait microseconds and keep
+ * the first counts. The largest point keeps one call a run: repeated, its
+ * vectors stay in the cache a large gradient misses, and the model put
+ * int8's 64 MiB calls at 2 ranks at 0.52-0.62x. */
 #define CODEC_RUN_S 0.02
+#define WAIT_SHARE 10
 #define CODEC_MAX_CALLS 256
 enum { STEP_SCAN, STEP_ENC, STEP_DEC, STEP_SET, STEPS };
 static const struct {
@@ -436,18 +441,22 @@ static int set_passes(gcmpi_coll_ctx *ctx, const void *payload, size_t len, floa
     return err ? err : gcmpi_sparse_rd_host.place(units, m, out, n);
 }
 
-/* Each step's calls a run from its first run's (the warm-up's) time a
- * call, the same on every rank of host: its most. Collective over host. */
-static void more_calls(MPI_Comm host, double t[STEPS][REPEATS], int *calls)
+/* Each step's calls a run from its first run's (the warm-up's): enough
+ * that the wait at its closing barrier (took - own: the other ranks
+ * finishing later) is at most 1/WAIT_SHARE of the run, and the run at
+ * most CODEC_RUN_S long; the same on every rank of host, its most.
+ * Collective over host. */
+static void more_calls(MPI_Comm host, const double *took, const double *own, int *calls)
 {
     int want[STEPS], agreed[STEPS];
     for (int j = 0; j < STEPS; j++) {
-        const double per_call = t[j][0];
+        const double wait = took[j] - own[j], per_call = took[j] / calls[j];
+        double run = WAIT_SHARE * wait;
+        if (run > CODEC_RUN_S) run = CODEC_RUN_S;
         want[j] = calls[j];
-        if (isfinite(per_call) && per_call > 0 && per_call * calls[j] < CODEC_RUN_S)
-            want[j] = per_call * CODEC_MAX_CALLS < CODEC_RUN_S
-                          ? CODEC_MAX_CALLS
-                          : (int)ceil(CODEC_RUN_S / per_call);
+        if (per_call > 0 && took[j] < run)
+            want[j] = per_call * CODEC_MAX_CALLS < run ? CODEC_MAX_CALLS
+                                                       : (int)ceil(run / per_call);
     }
     if (PMPI_Allreduce(want, agreed, STEPS, MPI_INT, MPI_MAX, host) == MPI_SUCCESS)
         memcpy(calls, agreed, sizeof agreed);
@@ -484,12 +493,12 @@ static void measure_codec(gcmpi_coll_ctx *ctx, MPI_Comm host, double *f, float *
         for (int i = 0; i < runs; i++) {
             if (ef) memset(residual, 0, n * sizeof(float));
             memset(acc, 0, n * sizeof(float));
-            double took[STEPS] = {0};
+            double took[STEPS] = {0}, own[STEPS] = {0};
             int rc = PMPI_Barrier(host);
             double t0 = PMPI_Wtime();
             /* what every compressed call does first */
             for (int c = 0; c < calls[STEP_SCAN]; c++) failed = failed || !gc_all_finite(x, n);
-            if (rc == MPI_SUCCESS) rc = time_node_ranks(host, t0, &took[STEP_SCAN]);
+            if (rc == MPI_SUCCESS) rc = time_node_ranks(host, t0, &took[STEP_SCAN], &own[STEP_SCAN]);
             t0 = PMPI_Wtime();
             for (int c = 0; c < calls[STEP_ENC] && !failed; c++) {
                 /* scanned above, as a call's check does: not again */
@@ -497,22 +506,22 @@ static void measure_codec(gcmpi_coll_ctx *ctx, MPI_Comm host, double *f, float *
                                        payload, cap, ctx->ws);
                 failed = gc_is_error(len);
             }
-            if (rc == MPI_SUCCESS) rc = time_node_ranks(host, t0, &took[STEP_ENC]);
+            if (rc == MPI_SUCCESS) rc = time_node_ranks(host, t0, &took[STEP_ENC], &own[STEP_ENC]);
             t0 = PMPI_Wtime();
             for (int c = 0; c < calls[STEP_DEC] && !failed; c++)
                 gc_decode_add_as(cfg->codec, payload, len, acc, n, ctx->ws);
-            if (rc == MPI_SUCCESS) rc = time_node_ranks(host, t0, &took[STEP_DEC]);
+            if (rc == MPI_SUCCESS) rc = time_node_ranks(host, t0, &took[STEP_DEC], &own[STEP_DEC]);
             if (sparse) {
                 /* The residual is cleared before the next run's encode:
                  * here it holds the set's units. */
                 t0 = PMPI_Wtime();
                 for (int c = 0; c < calls[STEP_SET] && !failed; c++)
                     failed = set_passes(ctx, payload, len, acc, n, (uint32_t *)residual) != 0;
-                if (rc == MPI_SUCCESS) rc = time_node_ranks(host, t0, &took[STEP_SET]);
+                if (rc == MPI_SUCCESS) rc = time_node_ranks(host, t0, &took[STEP_SET], &own[STEP_SET]);
             }
             const int ok = !failed && rc == MPI_SUCCESS;
             for (int j = 0; j < STEPS; j++) t[j][i] = ok ? took[j] / calls[j] : INFINITY;
-            if (i == 0 && CODEC_POINTS[k].more) more_calls(host, t, calls);
+            if (i == 0 && CODEC_POINTS[k].more) more_calls(host, took, own, calls);
         }
         f[C_SCAN + k] = settled_or_0(t[STEP_SCAN], runs);
         f[C_ENC + k] = settled_or_0(t[STEP_ENC], runs);
