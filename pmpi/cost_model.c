@@ -50,8 +50,10 @@ static double flat_compute(const gcmpi_cost_env *e, int p, gcmpi_algo algo, doub
     switch (algo) {
     case GCMPI_ALGO_ALLGATHER: return scan + enc(e, bytes) + p * dec(e, bytes);
     case GCMPI_ALGO_RSAG: /* p chunks encoded, p decoded into this rank's, it
+                             scanned (a sum, not the checked input) and
                              re-encoded, p reduced chunks decoded */
-        return scan + (p + 1) * enc(e, bytes / p) + 2 * p * dec(e, bytes / p);
+        return scan + gcmpi_lin_at(e->scan, bytes / p) + (p + 1) * enc(e, bytes / p) +
+               2 * p * dec(e, bytes / p);
     case GCMPI_ALGO_NATIVE: return scan + enc(e, bytes) + dec(e, bytes);
     default: return 0.0;
     }

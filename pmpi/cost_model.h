@@ -131,7 +131,8 @@ static inline double gcmpi_window_scatter_share(int q)
  *   passthrough  allreduce(bytes)
  *   allgather    encode + allgather(payload) + p decodes
  *   rsag         p encodes of 1/p + alltoall(payload) + p decodes of 1/p
- *                + encode of 1/p + allgather(payload/p) + p decodes of 1/p
+ *                + scan and encode of 1/p + allgather(payload/p) + p
+ *                decodes of 1/p
  *   native       encode + allreduce(native bytes) + decode
  *   hier         one node with a window: node_allreduce(bytes), exact
  *                (no scan: like passthrough it is MPI_SUM's arithmetic);

@@ -253,10 +253,14 @@ Test(cost_model, a_compressed_call_pays_its_scan_and_passthrough_does_not)
     gcmpi_cost_env e = cluster(8, 1, 1.25e9, 0.02, 0);
     const double pass = gcmpi_cost_predict(&e, GCMPI_ALGO_PASS, 0, 64e6);
     const double ag = gcmpi_cost_predict(&e, GCMPI_ALGO_ALLGATHER, 0, 64e6);
+    const double rsag = gcmpi_cost_predict(&e, GCMPI_ALGO_RSAG, 0, 64e6);
     e.scan = gcmpi_lin_rate(10e9);
     cr_assert_eq(gcmpi_cost_predict(&e, GCMPI_ALGO_PASS, 0, 64e6), pass);
     cr_assert_float_eq(gcmpi_cost_predict(&e, GCMPI_ALGO_ALLGATHER, 0, 64e6), ag + 64e6 / 10e9,
                        1e-12);
+    /* rsag also scans the reduced chunk it re-encodes (1/8 of the vector) */
+    cr_assert_float_eq(gcmpi_cost_predict(&e, GCMPI_ALGO_RSAG, 0, 64e6),
+                       rsag + 64e6 / 10e9 + 8e6 / 10e9, 1e-12);
 }
 
 Test(cost_model, hier_spreads_the_codec_work_over_a_node_when_nodes_are_even)
