@@ -397,10 +397,6 @@ static int time_node_ranks(MPI_Comm node, double t0, double *elapsed, double *ow
     return rc;
 }
 
-/* The codec's points, as the primitives' (a small vector is in cache, a
- * large one streams from memory): its floats, calls a run (short calls
- * repeated so the node's barriers stay a small part of a run, and a run
- * is already a mean), runs. */
 /* At the points that fit a cache, after the first run each step's calls
  * a run are raised until the wait at the run's closing barrier is at most
  * a tenth of it (WAIT_SHARE; the run at most CODEC_RUN_S, at most
@@ -416,6 +412,11 @@ static int time_node_ranks(MPI_Comm node, double t0, double *elapsed, double *ow
 #define WAIT_SHARE 10
 #define CODEC_MAX_CALLS 256
 enum { STEP_SCAN, STEP_ENC, STEP_DEC, STEP_SET, STEPS };
+
+/* The codec's points, as the primitives' (a small vector is in cache, a
+ * large one streams from memory): its floats, calls a run (short calls
+ * repeated so the node's barriers stay a small part of a run, and a run
+ * is already a mean), runs. */
 static const struct {
     size_t floats;
     int calls, runs, more; /* more: calls raised after the first run */
@@ -462,6 +463,13 @@ static void more_calls(MPI_Comm host, const double *took, const double *own, int
         memcpy(calls, agreed, sizeof agreed);
 }
 
+/* A step's end: its time until every rank of host is done, and this
+ * rank's own (after an error, neither). */
+static void end_step(MPI_Comm host, double t0, double *took, double *own, int *rc)
+{
+    if (*rc == MPI_SUCCESS) *rc = time_node_ranks(host, t0, took, own);
+}
+
 static double settled_or_0(double *t, int runs)
 {
     const double s = settled(t, runs);
@@ -498,7 +506,7 @@ static void measure_codec(gcmpi_coll_ctx *ctx, MPI_Comm host, double *f, float *
             double t0 = PMPI_Wtime();
             /* what every compressed call does first */
             for (int c = 0; c < calls[STEP_SCAN]; c++) failed = failed || !gc_all_finite(x, n);
-            if (rc == MPI_SUCCESS) rc = time_node_ranks(host, t0, &took[STEP_SCAN], &own[STEP_SCAN]);
+            end_step(host, t0, &took[STEP_SCAN], &own[STEP_SCAN], &rc);
             t0 = PMPI_Wtime();
             for (int c = 0; c < calls[STEP_ENC] && !failed; c++) {
                 /* scanned above, as a call's check does: not again */
@@ -506,18 +514,18 @@ static void measure_codec(gcmpi_coll_ctx *ctx, MPI_Comm host, double *f, float *
                                        payload, cap, ctx->ws);
                 failed = gc_is_error(len);
             }
-            if (rc == MPI_SUCCESS) rc = time_node_ranks(host, t0, &took[STEP_ENC], &own[STEP_ENC]);
+            end_step(host, t0, &took[STEP_ENC], &own[STEP_ENC], &rc);
             t0 = PMPI_Wtime();
             for (int c = 0; c < calls[STEP_DEC] && !failed; c++)
                 gc_decode_add_as(cfg->codec, payload, len, acc, n, ctx->ws);
-            if (rc == MPI_SUCCESS) rc = time_node_ranks(host, t0, &took[STEP_DEC], &own[STEP_DEC]);
+            end_step(host, t0, &took[STEP_DEC], &own[STEP_DEC], &rc);
             if (sparse) {
                 /* The residual is cleared before the next run's encode:
                  * here it holds the set's units. */
                 t0 = PMPI_Wtime();
                 for (int c = 0; c < calls[STEP_SET] && !failed; c++)
                     failed = set_passes(ctx, payload, len, acc, n, (uint32_t *)residual) != 0;
-                if (rc == MPI_SUCCESS) rc = time_node_ranks(host, t0, &took[STEP_SET], &own[STEP_SET]);
+                end_step(host, t0, &took[STEP_SET], &own[STEP_SET], &rc);
             }
             const int ok = !failed && rc == MPI_SUCCESS;
             for (int j = 0; j < STEPS; j++) t[j][i] = ok ? took[j] / calls[j] : INFINITY;

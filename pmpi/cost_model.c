@@ -117,7 +117,8 @@ static double sparse_rd_cost(const gcmpi_cost_env *e, double bytes)
     /* The result placed in the output: the measured passes placed this
      * rank's own set, the union's further entries cost their scatter (a
      * dense union's copy streams like the clear it replaces). */
-    if (measured) return t + (dens * SPARSE_ENTRY_BYTES * n > bytes ? 0.0 : per_entry * (dens - d) * n);
+    if (measured)
+        return t + (dens * SPARSE_ENTRY_BYTES * n > bytes ? 0.0 : per_entry * (dens - d) * n);
     return t + DENSE_ADD_S_PER_BYTE * bytes; /* the final scatter into the output */
 }
 
