@@ -104,7 +104,8 @@ static void usage(FILE *f)
             "  --warmup N       untimed calls before them (default 2)\n"
             "  --interleave     time the algorithms of a size and codec in rounds (one call\n"
             "                   of each per round, each round starting one later) instead\n"
-            "                   of one after another\n"
+            "                   of one after another; auto's trial runs in such rounds\n"
+            "                   too (allreduce), untimed, before them\n"
             "  --no-ef          without error feedback\n"
             "  --json           one JSON array instead of tables\n");
 }
@@ -286,12 +287,17 @@ typedef struct result {
  * path: failures are agreed by the algorithms, and checked here with a
  * MAX. */
 enum { MAX_REPS = 1024 };
+/* timed_case.settling */
+enum { NOT_AUTO, SETTLING, SETTLED };
+/* The most calls auto's trial of one size may take. */
+#define SETTLE_CALLS (4 * GCMPI_AUTO_TRIALS * GCMPI_AUTO_TRIAL_CALLS)
 typedef struct timed_case {
     gcmpi_config cfg;
     gcmpi_algo algo;     /* what the timed calls run (auto resolved) */
     gcmpi_ef_slot ef;
     double t[MAX_REPS], tn[MAX_REPS], enc, dec, comm, sent;
     int calls, rc;
+    int settling; /* --interleave: auto's trial to run in rounds (below) */
     char label[32];
     result res;
 } timed_case;
@@ -466,30 +472,35 @@ static void print_row(const char *codec, const char *algo, const result *r, int 
            r->rel_err, r->enc_ms, r->dec_ms, r->comm_ms, r->predicted_ms);
 }
 
+/* 1 when auto's choice for count n is settled (or n has no row: nothing
+ * to try), printing the trial's figures beside the rows once: why auto
+ * settled there. */
+static int auto_settled(const gcmpi_coll_ctx *ctx, size_t n)
+{
+    const gcmpi_auto_model *m = ctx->cache ? ctx->cache->model : NULL;
+    const gcmpi_auto_choice *c = NULL;
+    for (int i = 0; m && i < m->n_choices; i++)
+        if (m->choices[i].count == n) c = &m->choices[i];
+    if (!c) return 1;
+    if (!c->settled) return 0;
+    if (world_rank == 0 && c->n_trial > 1 && !c->from_cache) {
+        fprintf(stderr, "gcmpi-coll-bench: auto %s, %zu floats: trial", gc_codec_name(ctx->cfg->codec), n);
+        for (int t = 0; t < c->n_trial; t++)
+            fprintf(stderr, "%s %s %.3f ms (%d calls)", t ? "," : "", algo_name(c->trial[t]),
+                    1e3 * c->trial_median_s[t], c->trial_calls[t]);
+        fprintf(stderr, " -> %s\n", algo_name(c->algo));
+    }
+    return 1;
+}
+
 /* Runs auto's trial for count n (compressed calls without residuals, as
  * many as it takes) so that its choice for n is settled. */
 static int settle_auto(gcmpi_coll_ctx *ctx, const float *in, float *out, size_t n)
 {
-    for (int call = 0; call < 4 * GCMPI_AUTO_TRIALS * GCMPI_AUTO_TRIAL_CALLS; call++) {
+    for (int call = 0; call < SETTLE_CALLS; call++) {
         int rc = gcmpi_allreduce_compressed(ctx, GCMPI_ALGO_AUTO, in, out, n, NULL);
         if (rc != MPI_SUCCESS) return rc;
-        const gcmpi_auto_model *m = ctx->cache ? ctx->cache->model : NULL;
-        const gcmpi_auto_choice *c = NULL;
-        for (int i = 0; m && i < m->n_choices; i++)
-            if (m->choices[i].count == n) c = &m->choices[i];
-        if (c && c->settled) {
-            /* The trial's figures beside the rows: why auto settled there. */
-            if (world_rank == 0 && c->n_trial > 1 && !c->from_cache) {
-                fprintf(stderr, "gcmpi-coll-bench: auto %s, %zu floats: trial", gc_codec_name(ctx->cfg->codec), n);
-                for (int t = 0; t < c->n_trial; t++)
-                    fprintf(stderr, "%s %s %.3f ms (%d calls)", t ? "," : "",
-                            algo_name(c->trial[t]), 1e3 * c->trial_median_s[t],
-                            c->trial_calls[t]);
-                fprintf(stderr, " -> %s\n", algo_name(c->algo));
-            }
-            return MPI_SUCCESS;
-        }
-        if (!c) return MPI_SUCCESS;
+        if (auto_settled(ctx, n)) return MPI_SUCCESS;
     }
     return MPI_SUCCESS;
 }
@@ -557,6 +568,10 @@ static void print_model(const gcmpi_auto_model *model, const gc_codec *codec)
             e->column_share > 0 ? e->column_share : 1.0);
 }
 
+static int case_resolve(timed_case *tc, gcmpi_coll_ctx *ctx, const options *o,
+                        const gc_codec *codec, gcmpi_algo algo, gcmpi_coll_cache *cache,
+                        int *printed_model, size_t n);
+
 /* Readies the compressed MPI_Allgather's case of codec and way at n
  * floats a rank: auto runs its trial first, and its timed calls run the
  * way it settled on. 0 when the case does not apply. */
@@ -598,10 +613,35 @@ static int case_prepare(timed_case *tc, gcmpi_coll_ctx *ctx, const options *o,
     if (o->allgather_op) return gather_case_prepare(tc, ctx, o, codec, algo, in, out, n);
     configure(&tc->cfg, o, codec, algo);
     ctx->cfg = &tc->cfg;
+    if (tc->cfg.algo == GCMPI_ALGO_AUTO && o->interleave) {
+        /* Its trial runs in rounds with the other cases (settle_in_rounds),
+         * under the traffic its timed calls will see: before them, a
+         * 64 MiB PMPI_Allreduce at 2 ranks over shared memory took
+         * 12-15 ms, in the rounds 26-33, and the trial kept passthrough
+         * where hier took 17. The model is made now, as a call would. */
+        gcmpi_auto_model *model = NULL;
+        if (gcmpi_auto_model_of(ctx, &model) != MPI_SUCCESS) return 0;
+        tc->settling = SETTLING;
+        snprintf(tc->label, sizeof tc->label, "auto");
+        return 1;
+    }
     int pick_rc = MPI_SUCCESS;
     if (tc->cfg.algo == GCMPI_ALGO_AUTO) pick_rc = settle_auto(ctx, in, out, n);
-    const gcmpi_algo run = pick_rc == MPI_SUCCESS ? gcmpi_coll_pick(ctx, n, &pick_rc)
-                                                  : GCMPI_ALGO_PASS;
+    if (pick_rc != MPI_SUCCESS) return 0;
+    return case_resolve(tc, ctx, o, codec, algo, cache, printed_model, n);
+}
+
+/* The rest of a case's preparation once auto (if it is auto) has settled:
+ * the algorithm its timed calls run, its prediction and label; 0 when it
+ * cannot run (as case_prepare). */
+static int case_resolve(timed_case *tc, gcmpi_coll_ctx *ctx, const options *o,
+                        const gc_codec *codec, gcmpi_algo algo, gcmpi_coll_cache *cache,
+                        int *printed_model, size_t n)
+{
+    ctx->cache = cache;
+    ctx->cfg = &tc->cfg;
+    int pick_rc = MPI_SUCCESS;
+    const gcmpi_algo run = gcmpi_coll_pick(ctx, n, &pick_rc);
     if (pick_rc != MPI_SUCCESS || !gcmpi_coll_supports(tc->cfg.codec, run)) return 0;
     tc->algo = run;
     tc->res = (result){.algo = run, .predicted_ms = NAN};
@@ -624,6 +664,46 @@ static int case_prepare(timed_case *tc, gcmpi_coll_ctx *ctx, const options *o,
     snprintf(tc->label, sizeof tc->label, "%s%s", algo == GCMPI_ALGO_AUTO ? "auto:" : "",
              algo_name(run));
     return 1;
+}
+
+/* --interleave: the rounds of cases[0 .. k) (untimed, without residuals)
+ * until every auto case among them has settled, each auto call its trial's
+ * next; then those cases are resolved. The calls are paired with a native
+ * one and rotated as the timed rounds are. */
+static void settle_in_rounds(timed_case *cases, int k, gcmpi_coll_ctx *ctx, const options *o,
+                             const gc_codec *codec, gcmpi_coll_cache *cache, int *printed_model,
+                             const float *in, float *out, size_t n)
+{
+    int left = 0;
+    for (int j = 0; j < k; j++) left += cases[j].settling == SETTLING;
+    for (int round = 0; left && round < SETTLE_CALLS; round++)
+        for (int jj = 0; jj < k; jj++) {
+            timed_case *tc = &cases[(jj + round) % k];
+            if (tc->rc != MPI_SUCCESS || tc->res.error[0]) continue;
+            ctx->cfg = &tc->cfg;
+            timed_native(0, in, out, n, ctx->comm);
+            PMPI_Barrier(ctx->comm);
+            if (tc->settling != SETTLING) {
+                gcmpi_allreduce_compressed(ctx, tc->algo, in, out, n, NULL);
+                continue;
+            }
+            tc->rc = gcmpi_allreduce_compressed(ctx, GCMPI_ALGO_AUTO, in, out, n, NULL);
+            if (tc->rc == MPI_SUCCESS && !auto_settled(ctx, n)) continue;
+            tc->settling = SETTLED, left--;
+        }
+    for (int j = 0; j < k; j++) {
+        timed_case *tc = &cases[j];
+        if (tc->settling == NOT_AUTO) continue;
+        tc->settling = NOT_AUTO; /* settled, or past SETTLE_CALLS: its pick */
+        if (tc->rc != MPI_SUCCESS) {
+            char msg[MPI_MAX_ERROR_STRING];
+            int len = 0;
+            PMPI_Error_string(tc->rc, msg, &len);
+            snprintf(tc->res.error, sizeof tc->res.error, "auto's trial: %s", msg);
+        } else if (!case_resolve(tc, ctx, o, codec, GCMPI_ALGO_AUTO, cache, printed_model, n)) {
+            snprintf(tc->res.error, sizeof tc->res.error, "auto settled on what the codec lacks");
+        }
+    }
 }
 
 int main(int argc, char **argv)
@@ -698,6 +778,8 @@ int main(int argc, char **argv)
                 first_json = 0;
                 fflush(stdout);
             }
+            settle_in_rounds(cases, k, &ctx, &o, o.codecs[c], &caches[c], &printed_model[c], in,
+                             out, n);
             for (int j = 0; j < k; j++) case_open(&cases[j], &ctx, n, &o);
             /* Each round starts one case later: the first case of a round
              * follows the last one's traffic (over a shaped link the auto

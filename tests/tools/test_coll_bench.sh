@@ -45,6 +45,23 @@ for k in want:
 print("ok: 16 rows in each mode, same first-call errors")
 PY
 
+# Under --interleave auto's trial runs in the rounds of the other cases
+# (the conditions its timed calls see): every size and codec printed its
+# trial, and the auto row runs what that trial settled on.
+python3 - "$WORK/int.json" "$WORK/int.err" <<'PY'
+import json, re, sys
+rows = {(r["size_bytes"] // 4, r["codec"]): r["algo"].split(":")[1]
+        for r in json.load(open(sys.argv[1])) if r["algo"].startswith("auto:")}
+trials = {(int(n), c): a for c, n, a in
+          re.findall(r"auto (\w+), (\d+) floats: trial .* -> (\w+)", open(sys.argv[2]).read())}
+if set(trials) != set(rows):
+    sys.exit(f"FAIL: trials printed for {sorted(trials)}, auto rows {sorted(rows)}")
+for k, a in rows.items():
+    if trials[k] != a:
+        sys.exit(f"FAIL: {k}: the trial settled on {trials[k]}, the auto row ran {a}")
+print("ok: auto's trials settled in the rounds, the rows run their choice")
+PY
+
 # --min-time: short calls get more timed calls (all cases of a size and
 # codec alike under --interleave), long ones keep --reps; a bad value is
 # refused by name.
