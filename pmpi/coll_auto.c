@@ -403,7 +403,7 @@ static int time_node_ranks(MPI_Comm node, double t0, double *elapsed, double *ow
  * CODEC_MAX_CALLS calls): 8 ranks on 2 cores finish a short step up to
  * 10 ms apart, time slices, and at 16 and 4 calls a run the model put
  * topk's 64 KiB and 1 MiB allgather at 2.3-4.3x their time (8 ranks over
- * shared memory: 31 of 56 predictions within 25 %, 41 with the waits
+ * shared memory: 35 of 56 predictions within 25 %, 42 with the waits
  * outweighed). Ranks with cores of their own wait microseconds and keep
  * the first counts. The largest point keeps one call a run: repeated, its
  * vectors stay in the cache a large gradient misses, and the model put
