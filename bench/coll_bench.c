@@ -484,7 +484,8 @@ static int auto_settled(const gcmpi_coll_ctx *ctx, size_t n)
     if (!c) return 1;
     if (!c->settled) return 0;
     if (world_rank == 0 && c->n_trial > 1 && !c->from_cache) {
-        fprintf(stderr, "gcmpi-coll-bench: auto %s, %zu floats: trial", gc_codec_name(ctx->cfg->codec), n);
+        fprintf(stderr, "gcmpi-coll-bench: auto %s, %zu floats: trial",
+                gc_codec_name(ctx->cfg->codec), n);
         for (int t = 0; t < c->n_trial; t++)
             fprintf(stderr, "%s %s %.3f ms (%d calls)", t ? "," : "", algo_name(c->trial[t]),
                     1e3 * c->trial_median_s[t], c->trial_calls[t]);
@@ -695,14 +696,11 @@ static void settle_in_rounds(timed_case *cases, int k, gcmpi_coll_ctx *ctx, cons
         timed_case *tc = &cases[j];
         if (tc->settling == NOT_AUTO) continue;
         tc->settling = NOT_AUTO; /* settled, or past SETTLE_CALLS: its pick */
-        if (tc->rc != MPI_SUCCESS) {
-            char msg[MPI_MAX_ERROR_STRING];
-            int len = 0;
-            PMPI_Error_string(tc->rc, msg, &len);
-            snprintf(tc->res.error, sizeof tc->res.error, "auto's trial: %s", msg);
-        } else if (!case_resolve(tc, ctx, o, codec, GCMPI_ALGO_AUTO, cache, printed_model, n)) {
+        int len = 0;
+        if (tc->rc != MPI_SUCCESS) /* worded as the gather's auto */
+            PMPI_Error_string(tc->rc, tc->res.error, &len);
+        else if (!case_resolve(tc, ctx, o, codec, GCMPI_ALGO_AUTO, cache, printed_model, n))
             snprintf(tc->res.error, sizeof tc->res.error, "auto settled on what the codec lacks");
-        }
     }
 }
 
