@@ -27,7 +27,7 @@
 
 /* Bump when a figure's meaning changes (sizes, how runs are timed): older
  * files then no longer match any key. */
-#define GCMPI_AUTO_CALIBRATION_VERSION 8 /* 2: the 64 KiB allreduces; 3: a
+#define GCMPI_AUTO_CALIBRATION_VERSION 9 /* 2: the 64 KiB allreduces; 3: a
                                             settled line's median, the
                                             collective in the key; 4: inputs
                                             written before timing, encode
@@ -36,7 +36,9 @@
                                             together; 6: hier's columns'
                                             share of the link; 7: sparse_rd's
                                             own passes; 8: more codec calls a
-                                            run at 64 KiB and 1 MiB */
+                                            run at 64 KiB and 1 MiB; 9: and
+                                            at 16 MiB where ranks waited
+                                            longer than they worked */
 /* A cached model holds while a fresh run of its checked figure is within
  * this factor of the cached one. Runs of one figure varied by up to 1.7x
  * on this 2-core machine; 1 and 10 Gbit/s differ by several times. */

@@ -405,12 +405,21 @@ static int time_node_ranks(MPI_Comm node, double t0, double *elapsed, double *ow
  * topk's 64 KiB and 1 MiB allgather at 2.3-4.3x their time (8 ranks over
  * shared memory: 35 of 56 predictions within 25 %, 42 with the waits
  * outweighed). Ranks with cores of their own wait microseconds and keep
- * the first counts. The largest point keeps one call a run: repeated, its
- * vectors stay in the cache a large gradient misses, and the model put
- * int8's 64 MiB calls at 2 ranks at 0.52-0.62x. */
+ * the first counts.
+ *
+ * The largest point raises only a step whose wait outweighed its own part
+ * (RAISE_IF_SKEWED), to a run of at most SKEWED_RUN_S. There, 8 ranks on
+ * 2 cores decoded topk's 16 MiB in 1-2 ms each and waited up to 18 ms
+ * more at the barrier, and the allgather's model, p decodes, counted that
+ * wait p times (topk allgather at 8 ranks predicted at 1.6-2.3x at 16 and
+ * 64 MiB). Where no step waits longer than it works, it keeps one call a
+ * run: repeated, its vectors stay in the cache a large gradient misses,
+ * and the model put int8's 64 MiB calls at 2 ranks at 0.52-0.62x. */
 #define CODEC_RUN_S 0.02
+#define SKEWED_RUN_S 0.1
 #define WAIT_SHARE 10
 #define CODEC_MAX_CALLS 256
+typedef enum { RAISE_WHILE_WAITS, RAISE_IF_SKEWED } raise_rule;
 enum { STEP_SCAN, STEP_ENC, STEP_DEC, STEP_SET, STEPS };
 
 /* The codec's points, as the primitives' (a small vector is in cache, a
@@ -419,11 +428,12 @@ enum { STEP_SCAN, STEP_ENC, STEP_DEC, STEP_SET, STEPS };
  * is already a mean), runs. */
 static const struct {
     size_t floats;
-    int calls, runs, more; /* more: calls raised after the first run */
+    int calls, runs;
+    raise_rule raise; /* how calls are raised after the first run */
 } CODEC_POINTS[] = {
-    {((size_t)64 << 10) / sizeof(float), 16, BIG_REPEATS, 1},
-    {((size_t)1 << 20) / sizeof(float), 4, BIG_REPEATS, 1},
-    {CODEC_FLOATS, 1, BIG_REPEATS, 0},
+    {((size_t)64 << 10) / sizeof(float), 16, BIG_REPEATS, RAISE_WHILE_WAITS},
+    {((size_t)1 << 20) / sizeof(float), 4, BIG_REPEATS, RAISE_WHILE_WAITS},
+    {CODEC_FLOATS, 1, BIG_REPEATS, RAISE_IF_SKEWED},
 };
 enum { CODEC_N_POINTS = sizeof CODEC_POINTS / sizeof CODEC_POINTS[0] };
 _Static_assert(CODEC_N_POINTS == C_ENC - C_SCAN, "a scan, encode and decode figure a point");
@@ -445,17 +455,20 @@ static int set_passes(gcmpi_coll_ctx *ctx, const void *payload, size_t len, floa
 /* Each step's calls a run from its first run's (the warm-up's): enough
  * that the wait at its closing barrier (took - own: the other ranks
  * finishing later) is at most 1/WAIT_SHARE of the run, and the run at
- * most CODEC_RUN_S long; the same on every rank of host, its most.
- * Collective over host. */
-static void more_calls(MPI_Comm host, const double *took, const double *own, int *calls)
+ * most CODEC_RUN_S long (SKEWED_RUN_S, and only where the wait outweighed
+ * the rank's own part, under RAISE_IF_SKEWED); the same on every rank of
+ * host, its most. Collective over host. */
+static void more_calls(MPI_Comm host, const double *took, const double *own, raise_rule rule,
+                       int *calls)
 {
     int want[STEPS], agreed[STEPS];
     for (int j = 0; j < STEPS; j++) {
         const double wait = took[j] - own[j], per_call = took[j] / calls[j];
+        const double cap = rule == RAISE_IF_SKEWED ? SKEWED_RUN_S : CODEC_RUN_S;
         double run = WAIT_SHARE * wait;
-        if (run > CODEC_RUN_S) run = CODEC_RUN_S;
+        if (run > cap) run = cap;
         want[j] = calls[j];
-        if (per_call > 0 && took[j] < run)
+        if (per_call > 0 && took[j] < run && (rule == RAISE_WHILE_WAITS || wait > own[j]))
             want[j] = per_call * CODEC_MAX_CALLS < run ? CODEC_MAX_CALLS
                                                        : (int)ceil(run / per_call);
     }
@@ -529,7 +542,7 @@ static void measure_codec(gcmpi_coll_ctx *ctx, MPI_Comm host, double *f, float *
             }
             const int ok = !failed && rc == MPI_SUCCESS;
             for (int j = 0; j < STEPS; j++) t[j][i] = ok ? took[j] / calls[j] : INFINITY;
-            if (i == 0 && CODEC_POINTS[k].more) more_calls(host, took, own, calls);
+            if (i == 0) more_calls(host, took, own, CODEC_POINTS[k].raise, calls);
         }
         f[C_SCAN + k] = settled_or_0(t[STEP_SCAN], runs);
         f[C_ENC + k] = settled_or_0(t[STEP_ENC], runs);
