@@ -38,7 +38,8 @@
                                             own passes; 8: more codec calls a
                                             run at 64 KiB and 1 MiB; 9: and
                                             at 16 MiB where ranks waited
-                                            longer than they worked */
+                                            longer than they worked, a
+                                            1 MiB point inside the node */
 /* A cached model holds while a fresh run of its checked figure is within
  * this factor of the cached one. Runs of one figure varied by up to 1.7x
  * on this 2-core machine; 1 and 10 Gbit/s differ by several times. */

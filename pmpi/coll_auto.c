@@ -56,6 +56,10 @@
  * on a busy node, the line's slope came out too low (the 2 x 4 emulated
  * cluster's hier predicted at 0.5-0.6x its 64 MiB time). */
 #define NODE_MID_BYTES ((size_t)4 << 20)
+/* And one at 1 MiB, where a node's sum still runs from cache: the line
+ * from 64 KiB to 4 MiB put hier's 1 MiB calls over shared memory (its
+ * window alone) at 1.26-1.48x their time in 6 of 9 rows. */
+#define NODE_CACHED_BYTES ((size_t)1 << 20)
 #define LARGE_GATHER_BYTES ((size_t)128 << 10) /* each rank's block */
 #define REPEATS 5
 #define CODEC_FLOATS (NODE_LARGE_BYTES / sizeof(float))
@@ -90,7 +94,7 @@ enum {
     F_AR4, F_A2A4, F_X4, F_ARS,
     B_AR1, B_AR2, B_AG1, B_AG2, B_A2A1, B_A2A2, B_AR3, B_AG3, B_A2A3, B_X, B_XG, /* between */
     B_AR4, B_A2A4, B_X4, B_ARS,
-    N_RB1, N_RB2, N_AR1, N_AR2, N_ARM, N_ARS, /* in a node */
+    N_RB1, N_RB2, N_AR1, N_AR2, N_ARM, N_ARS, N_ARC, /* in a node */
     H_COLS, /* hier's columns all at once (column_share) */
     C_SCAN, C_ENC = C_SCAN + 3, C_DEC = C_ENC + 3, /* codec, at CODEC_POINTS */
     C_SET = C_DEC + 3, /* sparse codecs: sparse_rd's own passes, at CODEC_POINTS */
@@ -608,16 +612,19 @@ static int measure(gcmpi_coll_ctx *ctx, gcmpi_nodes *nodes, double *f)
             if (nodes->shm_possible && cfg->node_shm) {
                 f[N_AR1] = time_node_window(nodes, a, b, SMALL_BYTES, REPEATS);
                 f[N_ARS] = time_node_window(nodes, a, b, SMALL_MID_BYTES, REPEATS);
+                f[N_ARC] = time_node_window(nodes, a, b, NODE_CACHED_BYTES, REPEATS);
                 f[N_ARM] = time_node_window(nodes, a, b, NODE_MID_BYTES, BIG_REPEATS);
                 f[N_AR2] = time_node_window(nodes, a, b, NODE_LARGE_BYTES, BIG_REPEATS);
                 /* No room for a window (the same on every rank of the
                  * node): hier will go through MPI, timed as such below. */
-                if (f[N_AR1] < 0 || f[N_ARS] < 0 || f[N_ARM] < 0 || f[N_AR2] < 0)
+                if (f[N_AR1] < 0 || f[N_ARS] < 0 || f[N_ARC] < 0 || f[N_ARM] < 0 ||
+                    f[N_AR2] < 0)
                     gcmpi_hier_window_gone(nodes);
             }
             if (!(nodes->shm_possible && cfg->node_shm)) {
                 f[N_AR1] = time_prim(PRIM_ALLREDUCE, nodes->node, a, b, SMALL_BYTES);
                 f[N_ARS] = time_prim(PRIM_ALLREDUCE, nodes->node, a, b, SMALL_MID_BYTES);
+                f[N_ARC] = time_prim(PRIM_ALLREDUCE, nodes->node, a, b, NODE_CACHED_BYTES);
                 f[N_ARM] = time_prim_n(PRIM_ALLREDUCE, nodes->node, a, b, NODE_MID_BYTES,
                                        BIG_REPEATS);
                 f[N_AR2] = time_prim_n(PRIM_ALLREDUCE, nodes->node, a, b, NODE_LARGE_BYTES,
@@ -712,9 +719,11 @@ static void model_from(gcmpi_coll_ctx *ctx, const gcmpi_nodes *nodes, const doub
     e->flat.allreduce.floor_b = gcmpi_ring_crossing_floor(&e->between, p, nn);
     const double nl = (double)NODE_LARGE_BYTES;
     e->reduce_bcast = gcmpi_lin_fit(s, agreed[N_RB1], nl, agreed[N_RB2]);
-    const double xn[] = {s, (double)SMALL_MID_BYTES, (double)NODE_MID_BYTES, nl};
-    const double tn[] = {agreed[N_AR1], agreed[N_ARS], agreed[N_ARM], agreed[N_AR2]};
-    e->node_allreduce = gcmpi_lin_through(xn, tn, 4);
+    const double xn[] = {s, (double)SMALL_MID_BYTES, (double)NODE_CACHED_BYTES,
+                         (double)NODE_MID_BYTES, nl};
+    const double tn[] = {agreed[N_AR1], agreed[N_ARS], agreed[N_ARC], agreed[N_ARM],
+                         agreed[N_AR2]};
+    e->node_allreduce = gcmpi_lin_through(xn, tn, 5);
     e->node_size = nodes->max_node_size;
     e->hier_scatter = gcmpi_hier_scatter_style(cfg, nodes, 1);
     e->one_node_window = gcmpi_hier_one_node_window(cfg, nodes, 1);
