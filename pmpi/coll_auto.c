@@ -415,8 +415,9 @@ static int time_node_ranks(MPI_Comm node, double t0, double *elapsed, double *ow
  * (RAISE_IF_SKEWED), to a run of at most SKEWED_RUN_S. There, 8 ranks on
  * 2 cores decoded topk's 16 MiB in 1-2 ms each and waited up to 18 ms
  * more at the barrier, and the allgather's model, p decodes, counted that
- * wait p times (topk allgather at 8 ranks predicted at 1.6-2.3x at 16 and
- * 64 MiB). Where no step waits longer than it works, it keeps one call a
+ * wait p times (topk allgather at 8 ranks, 16 and 64 MiB: 7 of 8 rows of
+ * four runs predicted at 1.3-2.3x; 2 of 8 missed after, both under).
+ * Where no step waits longer than it works, it keeps one call a
  * run: repeated, its vectors stay in the cache a large gradient misses,
  * and the model put int8's 64 MiB calls at 2 ranks at 0.52-0.62x. */
 #define CODEC_RUN_S 0.02
