@@ -82,6 +82,18 @@
 #define BUCKET_BYTES ((size_t)32 << 20)
 #define BUCKET_BUDGET_S 0.1
 
+/* The points of the sum inside a node, in size order: bytes, runs. */
+static const struct {
+    size_t bytes;
+    int runs;
+} NODE_POINTS[] = {
+    {SMALL_BYTES, REPEATS},         {SMALL_MID_BYTES, REPEATS},
+    {NODE_CACHED_BYTES, REPEATS},   {NODE_MID_BYTES, BIG_REPEATS},
+    {NODE_LARGE_BYTES, BIG_REPEATS},
+};
+enum { NODE_N_POINTS = sizeof NODE_POINTS / sizeof NODE_POINTS[0] };
+_Static_assert(NODE_N_POINTS <= GCMPI_LIN_KNEES + 1, "a line through every node point");
+
 /* The figures that are agreed, as one array of doubles: per communicator
  * (flat, between leaders) the three primitives at two sizes, at the large
  * third point and that point's sizes (allreduce and alltoall, allgather
@@ -94,8 +106,8 @@ enum {
     F_AR4, F_A2A4, F_X4, F_ARS,
     B_AR1, B_AR2, B_AG1, B_AG2, B_A2A1, B_A2A2, B_AR3, B_AG3, B_A2A3, B_X, B_XG, /* between */
     B_AR4, B_A2A4, B_X4, B_ARS,
-    N_RB1, N_RB2, N_AR1, N_AR2, N_ARM, N_ARS, N_ARC, /* in a node */
-    H_COLS, /* hier's columns all at once (column_share) */
+    N_RB1, N_RB2, N_AR, /* in a node: the sum at NODE_POINTS from N_AR on */
+    H_COLS = N_AR + NODE_N_POINTS, /* hier's columns all at once (column_share) */
     C_SCAN, C_ENC = C_SCAN + 3, C_DEC = C_ENC + 3, /* codec, at CODEC_POINTS */
     C_SET = C_DEC + 3, /* sparse codecs: sparse_rd's own passes, at CODEC_POINTS */
     C_RATIO = C_SET + 3,
@@ -466,10 +478,10 @@ static int set_passes(gcmpi_coll_ctx *ctx, const void *payload, size_t len, floa
 static void more_calls(MPI_Comm host, const double *took, const double *own, raise_rule rule,
                        int *calls)
 {
+    const double cap = rule == RAISE_IF_SKEWED ? SKEWED_RUN_S : CODEC_RUN_S;
     int want[STEPS], agreed[STEPS];
     for (int j = 0; j < STEPS; j++) {
         const double wait = took[j] - own[j], per_call = took[j] / calls[j];
-        const double cap = rule == RAISE_IF_SKEWED ? SKEWED_RUN_S : CODEC_RUN_S;
         double run = WAIT_SHARE * wait;
         if (run > cap) run = cap;
         want[j] = calls[j];
@@ -611,26 +623,20 @@ static int measure(gcmpi_coll_ctx *ctx, gcmpi_nodes *nodes, double *f)
              * the node cost: an allreduce's worth through MPI, or the
              * shared window's (several times less) where hier uses it. */
             if (nodes->shm_possible && cfg->node_shm) {
-                f[N_AR1] = time_node_window(nodes, a, b, SMALL_BYTES, REPEATS);
-                f[N_ARS] = time_node_window(nodes, a, b, SMALL_MID_BYTES, REPEATS);
-                f[N_ARC] = time_node_window(nodes, a, b, NODE_CACHED_BYTES, REPEATS);
-                f[N_ARM] = time_node_window(nodes, a, b, NODE_MID_BYTES, BIG_REPEATS);
-                f[N_AR2] = time_node_window(nodes, a, b, NODE_LARGE_BYTES, BIG_REPEATS);
+                int no_room = 0;
+                for (int i = 0; i < NODE_N_POINTS; i++) {
+                    f[N_AR + i] = time_node_window(nodes, a, b, NODE_POINTS[i].bytes,
+                                                   NODE_POINTS[i].runs);
+                    no_room = no_room || f[N_AR + i] < 0;
+                }
                 /* No room for a window (the same on every rank of the
                  * node): hier will go through MPI, timed as such below. */
-                if (f[N_AR1] < 0 || f[N_ARS] < 0 || f[N_ARC] < 0 || f[N_ARM] < 0 ||
-                    f[N_AR2] < 0)
-                    gcmpi_hier_window_gone(nodes);
+                if (no_room) gcmpi_hier_window_gone(nodes);
             }
-            if (!(nodes->shm_possible && cfg->node_shm)) {
-                f[N_AR1] = time_prim(PRIM_ALLREDUCE, nodes->node, a, b, SMALL_BYTES);
-                f[N_ARS] = time_prim(PRIM_ALLREDUCE, nodes->node, a, b, SMALL_MID_BYTES);
-                f[N_ARC] = time_prim(PRIM_ALLREDUCE, nodes->node, a, b, NODE_CACHED_BYTES);
-                f[N_ARM] = time_prim_n(PRIM_ALLREDUCE, nodes->node, a, b, NODE_MID_BYTES,
-                                       BIG_REPEATS);
-                f[N_AR2] = time_prim_n(PRIM_ALLREDUCE, nodes->node, a, b, NODE_LARGE_BYTES,
-                                       BIG_REPEATS);
-            }
+            if (!(nodes->shm_possible && cfg->node_shm))
+                for (int i = 0; i < NODE_N_POINTS; i++)
+                    f[N_AR + i] = time_prim_n(PRIM_ALLREDUCE, nodes->node, a, b,
+                                              NODE_POINTS[i].bytes, NODE_POINTS[i].runs);
         }
         MPI_Comm host = MPI_COMM_NULL;
         const int split = PMPI_Comm_split_type(ctx->comm, MPI_COMM_TYPE_SHARED, 0,
@@ -720,11 +726,9 @@ static void model_from(gcmpi_coll_ctx *ctx, const gcmpi_nodes *nodes, const doub
     e->flat.allreduce.floor_b = gcmpi_ring_crossing_floor(&e->between, p, nn);
     const double nl = (double)NODE_LARGE_BYTES;
     e->reduce_bcast = gcmpi_lin_fit(s, agreed[N_RB1], nl, agreed[N_RB2]);
-    const double xn[] = {s, (double)SMALL_MID_BYTES, (double)NODE_CACHED_BYTES,
-                         (double)NODE_MID_BYTES, nl};
-    const double tn[] = {agreed[N_AR1], agreed[N_ARS], agreed[N_ARC], agreed[N_ARM],
-                         agreed[N_AR2]};
-    e->node_allreduce = gcmpi_lin_through(xn, tn, 5);
+    double xn[NODE_N_POINTS];
+    for (int i = 0; i < NODE_N_POINTS; i++) xn[i] = (double)NODE_POINTS[i].bytes;
+    e->node_allreduce = gcmpi_lin_through(xn, &agreed[N_AR], NODE_N_POINTS);
     e->node_size = nodes->max_node_size;
     e->hier_scatter = gcmpi_hier_scatter_style(cfg, nodes, 1);
     e->one_node_window = gcmpi_hier_one_node_window(cfg, nodes, 1);
