@@ -19,11 +19,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <map>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include <setjmp.h>
 #include <time.h>
 #include <ucontext.h>
 
@@ -205,21 +207,34 @@ inline unsigned long long __umul64hi(unsigned long long a, unsigned long long b)
 }
 
 /* Kernels with block barriers run their CUDA threads as fibers on one host
- * thread (ucontext): __syncthreads switches back to the scheduler, which
- * runs every thread of the block up to its next barrier in turn, so a
- * barrier costs a context switch in user space, not a futex wait. */
+ * thread: __syncthreads switches back to the scheduler, which runs every
+ * thread of the block up to its next barrier in turn, so a barrier costs a
+ * context switch in user space, not a futex wait. A fiber is made once
+ * (ucontext, its first entry) and kept for every later block and launch;
+ * switches are _setjmp/_longjmp, which leave the signal mask alone:
+ * swapcontext's two sigprocmask calls a switch, and stacks freed and
+ * zeroed again whenever a launch's block was smaller than the last, took
+ * most of a topk device test's 34 s. */
+struct emu_jmp { jmp_buf b; };
 struct emu_fibers {
-    ucontext_t main;
-    std::vector<ucontext_t> ctx;
-    std::vector<std::vector<char>> stack;
-    std::vector<char> done;
+    jmp_buf main;
+    std::vector<emu_jmp> at;      /* where each fiber stopped            */
+    /* its first entry: a ucontext_t points into itself, so it never moves */
+    std::vector<std::unique_ptr<ucontext_t>> first;
+    std::vector<std::unique_ptr<char[]>> stack;
+    std::vector<char> started, done;
     const std::function<void()> *body = nullptr;
     unsigned cur = 0;
 };
 inline emu_fibers emu_fib;
 inline float emu_shfl[1024];
 
-inline void __syncthreads() { swapcontext(&emu_fib.ctx[emu_fib.cur], &emu_fib.main); }
+/* Back to the scheduler; on return the scheduler has resumed this fiber. */
+__attribute__((noinline)) inline void emu_fiber_yield()
+{
+    if (!_setjmp(emu_fib.at[emu_fib.cur].b)) _longjmp(emu_fib.main, 1);
+}
+inline void __syncthreads() { emu_fiber_yield(); }
 inline float __shfl_down_sync(unsigned, float v, unsigned d)
 {
     unsigned t = threadIdx.x, lane = t % 32;
@@ -230,34 +245,59 @@ inline float __shfl_down_sync(unsigned, float v, unsigned d)
     return r;
 }
 
+/* A fiber runs the body of each block it is resumed for. */
 inline void emu_fiber_entry()
 {
-    (*emu_fib.body)();
-    emu_fib.done[emu_fib.cur] = 1;  /* returns to main through uc_link */
+    for (;;) {
+        (*emu_fib.body)();
+        emu_fib.done[emu_fib.cur] = 1;
+        emu_fiber_yield();
+    }
+}
+
+inline void emu_fibers_grow(unsigned block)
+{
+    emu_fibers &e = emu_fib;
+    const size_t stack_bytes = 256 * 1024;
+    for (size_t t = e.stack.size(); t < block; t++) {
+        e.at.emplace_back();
+        e.first.emplace_back(new ucontext_t());
+        e.stack.emplace_back(new char[stack_bytes]);
+        e.started.push_back(0);
+        ucontext_t &c = *e.first.back();
+        getcontext(&c);
+        c.uc_stack.ss_sp = e.stack.back().get();
+        c.uc_stack.ss_size = stack_bytes;
+        c.uc_link = nullptr; /* never returns */
+        makecontext(&c, emu_fiber_entry, 0);
+    }
+}
+
+/* Runs fiber t up to its next barrier or the end of its body. */
+__attribute__((noinline)) inline void emu_fiber_resume(unsigned t)
+{
+    emu_fibers &e = emu_fib;
+    if (_setjmp(e.main)) return;
+    if (!e.started[t]) {
+        e.started[t] = 1;
+        setcontext(e.first[t].get());
+    }
+    _longjmp(e.at[t].b, 1);
 }
 
 inline void emu_run_block_fibers(unsigned block, const std::function<void()> &f)
 {
     emu_fibers &e = emu_fib;
-    e.ctx.resize(block);
-    e.stack.resize(block);
+    emu_fibers_grow(block);
     e.done.assign(block, 0);
     e.body = &f;
-    for (unsigned t = 0; t < block; t++) {
-        e.stack[t].resize(256 * 1024);
-        getcontext(&e.ctx[t]);
-        e.ctx[t].uc_stack.ss_sp = e.stack[t].data();
-        e.ctx[t].uc_stack.ss_size = e.stack[t].size();
-        e.ctx[t].uc_link = &e.main;
-        makecontext(&e.ctx[t], emu_fiber_entry, 0);
-    }
     for (unsigned live = block; live > 0;) {
         live = 0;
         for (unsigned t = 0; t < block; t++) {
             if (e.done[t]) continue;
             e.cur = t;
             threadIdx.x = t;
-            swapcontext(&e.main, &e.ctx[t]);
+            emu_fiber_resume(t);
             live += !e.done[t];
         }
     }
