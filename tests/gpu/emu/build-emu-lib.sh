@@ -25,12 +25,14 @@ objs=
 for cu in "$root"/gpu/*.cu; do
     name=$(basename "$cu" .cu)
     sed -e "$launch" "$cu" >"$work/$name.cpp"
+    objs="$objs $work/$name.cpp.o"
+done
+# A unit a core: compiling is most of this target's time (xargs fails if one does).
+printf '%s\n' "$work"/*.cpp | xargs -P "$(nproc 2>/dev/null || echo 1)" -I{} \
     ${CXX:-g++} -std=c++20 -O1 -fPIC -fvisibility=hidden -ffp-contract=off -fno-exceptions \
         -DCUDA_EMU_PROTECT -Wall -Wextra -Werror -Wno-unused-parameter -Wno-unused-function \
         -I"$work/inc" -I"$root/tests/gpu/emu" -I"$root/gpu" -I"$root/codecs" \
-        -c "$work/$name.cpp" -o "$work/$name.o"
-    objs="$objs $work/$name.o"
-done
+        -c {} -o {}.o
 # Host-side C helpers of the GPU library, if any.
 for c in "$root"/gpu/*.c; do
     [ -e "$c" ] || continue
