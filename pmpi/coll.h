@@ -198,7 +198,7 @@ typedef struct gcmpi_auto_settled {
     double median_s;
 } gcmpi_auto_settled;
 
-#define GCMPI_AUTO_FIGURES 51
+#define GCMPI_AUTO_FIGURES 55
 /* What GCMPI_AUTO_CACHE keeps (auto_cache.h): the agreed figures, and the
  * trials' outcomes that a job with the same key settles on without trying
  * its candidates again. */

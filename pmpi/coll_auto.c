@@ -101,6 +101,7 @@ _Static_assert(NODE_N_POINTS <= GCMPI_LIN_KNEES + 1, "a line through every node 
  * measured); inside a node; the scan's, encode's, decode's and (sparse
  * codecs) sparse_rd's own passes' seconds at each of CODEC_POINTS, and the
  * payload ratio. */
+#define CODEC_NP 4 /* the codec's points (CODEC_POINTS) */
 enum {
     F_AR1, F_AR2, F_AG1, F_AG2, F_A2A1, F_A2A2, F_AR3, F_AG3, F_A2A3, F_X, F_XG, /* flat */
     F_AR4, F_A2A4, F_X4, F_ARS,
@@ -108,9 +109,9 @@ enum {
     B_AR4, B_A2A4, B_X4, B_ARS,
     N_RB1, N_RB2, N_AR, /* in a node: the sum at NODE_POINTS from N_AR on */
     H_COLS = N_AR + NODE_N_POINTS, /* hier's columns all at once (column_share) */
-    C_SCAN, C_ENC = C_SCAN + 3, C_DEC = C_ENC + 3, /* codec, at CODEC_POINTS */
-    C_SET = C_DEC + 3, /* sparse codecs: sparse_rd's own passes, at CODEC_POINTS */
-    C_RATIO = C_SET + 3,
+    C_SCAN, C_ENC = C_SCAN + CODEC_NP, C_DEC = C_ENC + CODEC_NP, /* codec, at CODEC_POINTS */
+    C_SET = C_DEC + CODEC_NP, /* sparse codecs: sparse_rd's own passes, at CODEC_POINTS */
+    C_RATIO = C_SET + CODEC_NP,
     FIGURES
 };
 enum { COMM_FIGURES = F_ARS - F_AR1 + 1 };
@@ -435,7 +436,7 @@ static int time_node_ranks(MPI_Comm node, double t0, double *elapsed, double *ow
 #define CODEC_RUN_S 0.02
 #define SKEWED_RUN_S 0.1
 #define WAIT_SHARE 10
-#define CODEC_MAX_CALLS 256
+#define CODEC_MAX_CALLS 16384
 typedef enum { RAISE_WHILE_WAITS, RAISE_IF_SKEWED } raise_rule;
 enum { STEP_SCAN, STEP_ENC, STEP_DEC, STEP_SET, STEPS };
 
@@ -448,12 +449,18 @@ static const struct {
     int calls, runs;
     raise_rule raise; /* how calls are raised after the first run */
 } CODEC_POINTS[] = {
+    /* rsag's chunks (64 KiB over 8 ranks) and hier's columns' parts: the
+     * line from 64 KiB to 1 MiB gave topk's encode of 8 KiB a fixed cost
+     * of 83 us, and rsag's 25 encodes and decodes a call put its 64 KiB
+     * calls at 8 ranks at 2.6-2.8x their time. */
+    {((size_t)8 << 10) / sizeof(float), 16, REPEATS, RAISE_WHILE_WAITS},
     {((size_t)64 << 10) / sizeof(float), 16, BIG_REPEATS, RAISE_WHILE_WAITS},
     {((size_t)1 << 20) / sizeof(float), 4, BIG_REPEATS, RAISE_WHILE_WAITS},
     {CODEC_FLOATS, 1, BIG_REPEATS, RAISE_IF_SKEWED},
 };
 enum { CODEC_N_POINTS = sizeof CODEC_POINTS / sizeof CODEC_POINTS[0] };
-_Static_assert(CODEC_N_POINTS == C_ENC - C_SCAN, "a scan, encode and decode figure a point");
+_Static_assert(CODEC_N_POINTS == CODEC_NP, "a scan, encode and decode figure a point");
+_Static_assert(CODEC_N_POINTS <= GCMPI_LIN_KNEES + 1, "a line through every codec point");
 
 /* What sparse_rd does to its vector besides encoding and exchanging: its
  * own set made from its payload (the vector cleared, decoded into, read
@@ -479,13 +486,23 @@ static void more_calls(MPI_Comm host, const double *took, const double *own, rai
                        int *calls)
 {
     const double cap = rule == RAISE_IF_SKEWED ? SKEWED_RUN_S : CODEC_RUN_S;
-    int want[STEPS], agreed[STEPS];
+    int ranks = 1, want[STEPS], agreed[STEPS];
+    PMPI_Comm_size(host, &ranks);
     for (int j = 0; j < STEPS; j++) {
-        const double wait = took[j] - own[j], per_call = took[j] / calls[j];
+        const double wait = took[j] - own[j];
+        /* A call's time in the run: under RAISE_WHILE_WAITS the rank's own
+         * work times the host's ranks, as if they shared one core (the
+         * time to the barrier holds the wait being outweighed: a step of
+         * 1 us calls that waited 10 ms kept 32 calls, and topk's decode of
+         * 64 KiB at 8 ranks on 2 cores came out at 50 us, 30 times what it
+         * takes in a call). */
+        const double per_call =
+            (rule == RAISE_WHILE_WAITS ? own[j] * ranks : took[j]) / calls[j];
         double run = WAIT_SHARE * wait;
         if (run > cap) run = cap;
         want[j] = calls[j];
-        if (per_call > 0 && took[j] < run && (rule == RAISE_WHILE_WAITS || wait > own[j]))
+        if (per_call > 0 && per_call * calls[j] < run &&
+            (rule == RAISE_WHILE_WAITS || wait > own[j]))
             want[j] = per_call * CODEC_MAX_CALLS < run ? CODEC_MAX_CALLS
                                                        : (int)ceil(run / per_call);
     }
