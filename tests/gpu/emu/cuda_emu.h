@@ -210,19 +210,19 @@ inline unsigned long long __umul64hi(unsigned long long a, unsigned long long b)
  * thread: __syncthreads switches back to the scheduler, which runs every
  * thread of the block up to its next barrier in turn, so a barrier costs a
  * context switch in user space, not a futex wait. A fiber is made once
- * (ucontext, its first entry) and kept for every later block and launch;
- * switches are _setjmp/_longjmp, which leave the signal mask alone:
- * swapcontext's two sigprocmask calls a switch, and stacks freed and
- * zeroed again whenever a launch's block was smaller than the last, took
- * most of a topk device test's 34 s. */
-struct emu_jmp { jmp_buf b; };
+ * (ucontext, entered at once up to its first yield) and kept for every
+ * later block and launch; switches are _setjmp/_longjmp, which leave the
+ * signal mask alone: swapcontext's two sigprocmask calls a switch, and
+ * stacks freed and zeroed again whenever a launch's block was smaller
+ * than the last, took most of a topk device test's 34 s. */
+struct emu_fiber {
+    jmp_buf at; /* where it stopped */
+    std::unique_ptr<char[]> stack;
+};
 struct emu_fibers {
     jmp_buf main;
-    std::vector<emu_jmp> at;      /* where each fiber stopped            */
-    /* its first entry: a ucontext_t points into itself, so it never moves */
-    std::vector<std::unique_ptr<ucontext_t>> first;
-    std::vector<std::unique_ptr<char[]>> stack;
-    std::vector<char> started, done;
+    std::vector<emu_fiber> fiber;
+    std::vector<char> done;
     const std::function<void()> *body = nullptr;
     unsigned cur = 0;
 };
@@ -232,7 +232,7 @@ inline float emu_shfl[1024];
 /* Back to the scheduler; on return the scheduler has resumed this fiber. */
 __attribute__((noinline)) inline void emu_fiber_yield()
 {
-    if (!_setjmp(emu_fib.at[emu_fib.cur].b)) _longjmp(emu_fib.main, 1);
+    if (!_setjmp(emu_fib.fiber[emu_fib.cur].at)) _longjmp(emu_fib.main, 1);
 }
 inline void __syncthreads() { emu_fiber_yield(); }
 inline float __shfl_down_sync(unsigned, float v, unsigned d)
@@ -245,44 +245,44 @@ inline float __shfl_down_sync(unsigned, float v, unsigned d)
     return r;
 }
 
-/* A fiber runs the body of each block it is resumed for. */
+/* A fiber waits to be resumed, then runs the body of that block. */
 inline void emu_fiber_entry()
 {
     for (;;) {
+        emu_fiber_yield();
         (*emu_fib.body)();
         emu_fib.done[emu_fib.cur] = 1;
-        emu_fiber_yield();
     }
+}
+
+/* Runs the new fiber c up to its first yield. */
+__attribute__((noinline)) inline void emu_fiber_start(ucontext_t *c)
+{
+    if (!_setjmp(emu_fib.main)) setcontext(c);
 }
 
 inline void emu_fibers_grow(unsigned block)
 {
     emu_fibers &e = emu_fib;
     const size_t stack_bytes = 256 * 1024;
-    for (size_t t = e.stack.size(); t < block; t++) {
-        e.at.emplace_back();
-        e.first.emplace_back(new ucontext_t());
-        e.stack.emplace_back(new char[stack_bytes]);
-        e.started.push_back(0);
-        ucontext_t &c = *e.first.back();
+    for (size_t t = e.fiber.size(); t < block; t++) {
+        e.fiber.emplace_back();
+        e.fiber.back().stack.reset(new char[stack_bytes]);
+        ucontext_t c;
         getcontext(&c);
-        c.uc_stack.ss_sp = e.stack.back().get();
+        c.uc_stack.ss_sp = e.fiber.back().stack.get();
         c.uc_stack.ss_size = stack_bytes;
         c.uc_link = nullptr; /* never returns */
         makecontext(&c, emu_fiber_entry, 0);
+        e.cur = (unsigned)t;
+        emu_fiber_start(&c);
     }
 }
 
 /* Runs fiber t up to its next barrier or the end of its body. */
 __attribute__((noinline)) inline void emu_fiber_resume(unsigned t)
 {
-    emu_fibers &e = emu_fib;
-    if (_setjmp(e.main)) return;
-    if (!e.started[t]) {
-        e.started[t] = 1;
-        setcontext(e.first[t].get());
-    }
-    _longjmp(e.at[t].b, 1);
+    if (!_setjmp(emu_fib.main)) _longjmp(emu_fib.fiber[t].at, 1);
 }
 
 inline void emu_run_block_fibers(unsigned block, const std::function<void()> &f)
