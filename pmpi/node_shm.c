@@ -16,8 +16,12 @@
 #include "gcmpi_codec.h"
 #include "stream_copy.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,53 +175,115 @@ static int allocate(gcmpi_node_shm *s, MPI_Comm node, int me, int *backed)
     return rc;
 }
 
-/* Windows of one host are made one at a time: nodes emulated on a host
- * (GCMPI_NODE_SIZE) share its /dev/shm, and two nodes that each saw room
- * for a window need not both fit (Open MPI then stops the job). The
- * node's first rank holds an flock on a file beside the windows while its
- * node agrees on the room, makes the window and backs it; nothing in
- * between waits on another node. Returns the descriptor, or -1 (other
- * ranks; no file to be had: made unlocked, as before). */
-static int host_lock(int me)
+/* Windows of nodes on one host share its /dev/shm (nodes emulated with
+ * GCMPI_NODE_SIZE, other communicators' nodes, other jobs), and two nodes
+ * that each saw room for a window need not both fit: Open MPI then fails
+ * on one node's first rank and its other ranks wait forever. So a node's
+ * first rank reserves the bytes its window may take before the node
+ * agrees on the room: a file in /dev/shm named for its process, a
+ * sequence number and the bytes, read by every later reservation and
+ * removed once the window is made (its pages are backed by then, and
+ * statvfs counts them). The host's lock (an flock beside the files) is
+ * held only while the files are read and one is written: never across a
+ * collective. Held across the node's agreement and MPI_Win_allocate_shared
+ * (before 2026-12-07), it hung jobs that made windows in two threads: a
+ * rank waiting in flock was one the holder's collective waited for, or
+ * one Open MPI's serialised making of communicators (one a process at a
+ * time; the window makes one) waited for. */
+#define RESERVE_DIR SHM_DIR
+#define RESERVE_PREFIX "libgcmpi-reserve-"
+
+/* Bytes reserved by live processes (files of dead ones are removed). */
+static size_t reserved_on_host(void)
 {
-    if (me != 0) return -1;
-    const int fd = open(SHM_DIR "/libgcmpi-windows.lock", O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) return -1;
-    while (flock(fd, LOCK_EX) != 0)
-        if (errno != EINTR) break;
-    return fd;
+    DIR *d = opendir(RESERVE_DIR);
+    if (!d) return 0;
+    const size_t prefix = strlen(RESERVE_PREFIX);
+    size_t sum = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        long pid;
+        unsigned long seq;
+        unsigned long long bytes;
+        if (strncmp(e->d_name, RESERVE_PREFIX, prefix) != 0 ||
+            sscanf(e->d_name + prefix, "%ld-%lu-%llu", &pid, &seq, &bytes) != 3)
+            continue;
+        if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
+            unlinkat(dirfd(d), e->d_name, 0);
+            continue;
+        }
+        sum = bytes > SIZE_MAX - sum ? SIZE_MAX : sum + (size_t)bytes;
+    }
+    closedir(d);
+    return sum;
 }
 
-/* window_of's work, under the host's lock. */
+/* The first rank's room for a window of q parts of `floats` floats: what
+ * /dev/shm has free less what other windows being made reserved, reserved
+ * in turn (name: the file to remove once the window is made; "" where none
+ * was made: no lock file to be had, or the room is not known). */
+static size_t reserve_room(int q, size_t floats, char *name, size_t name_len)
+{
+    static _Atomic unsigned long seq;
+    name[0] = '\0';
+    size_t room = room_here();
+    /* A room set by gcmpi_node_shm_set_room (tests) is a fixed figure
+     * that no window takes from. */
+    if (room == SIZE_MAX || room_override != SIZE_MAX) return room;
+    const int fd = open(RESERVE_DIR "/libgcmpi-windows.lock", O_RDONLY | O_CREAT | O_CLOEXEC,
+                        0644);
+    if (fd < 0) return room;
+    while (flock(fd, LOCK_EX) != 0)
+        if (errno != EINTR) break;
+    const size_t others = reserved_on_host();
+    room = room_here(); /* now that no window can be reserved meanwhile */
+    room = room > others ? room - others : 0;
+    const size_t part = HEADER_BYTES + 4096 + floats * sizeof(float);
+    const size_t want = floats > (SIZE_MAX - WINDOW_OVERHEAD) / sizeof(float) / (size_t)q
+                            ? SIZE_MAX
+                            : WINDOW_OVERHEAD + part * (size_t)q;
+    const size_t take = want < room ? want : room;
+    snprintf(name, name_len, "%s/%s%ld-%lu-%zu", RESERVE_DIR, RESERVE_PREFIX, (long)getpid(),
+             seq++, take);
+    const int made = open(name, O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (made >= 0) close(made);
+    else name[0] = '\0';
+    close(fd); /* the lock goes with it */
+    return room;
+}
+
+/* The window: q parts of `floats` floats, fewer where the room agreed on
+ * (the least any rank sees, the first rank's less what is reserved) holds
+ * fewer, but at least `least`. */
 static int make_window(gcmpi_node_shm **shm, MPI_Comm node, int q, int me, size_t floats,
                        size_t least)
 {
     gcmpi_node_shm *s = calloc(1, sizeof *s);
     if (s) s->part = malloc((size_t)q * sizeof *s->part);
+    char reservation[256] = "";
+    const size_t room = me == 0 ? reserve_room(q, floats, reservation, sizeof reservation)
+                                : room_here();
     /* One agreement: whether every rank got its pointers, and the least
      * room any rank sees (after the old window went). */
-    uint64_t mine[2] = {s && s->part, room_here()}, all[2] = {0, 0};
+    uint64_t mine[2] = {s && s->part, room}, all[2] = {0, 0};
     int rc = PMPI_Allreduce(mine, all, 2, MPI_UINT64_T, MPI_MIN, node);
     const size_t fit = part_floats_in(all[1] > SIZE_MAX ? SIZE_MAX : (size_t)all[1], q);
-    if (rc != MPI_SUCCESS || !all[0]) {
+    int backed = 0;
+    if (rc == MPI_SUCCESS && all[0]) {
+        s->q = q;
+        s->asked = floats;
+        s->cap = floats < fit ? floats : fit;
+        /* What the room said may be gone by now: half as much, until it is
+         * backed or less than `least`. */
+        while (rc == MPI_SUCCESS && !backed && s->cap >= least && s->cap > 0) {
+            rc = allocate(s, node, me, &backed);
+            if (rc == MPI_SUCCESS && !backed) s->cap /= 2;
+        }
+    }
+    if (reservation[0]) unlink(reservation);
+    if (rc != MPI_SUCCESS || !all[0] || !backed) {
         if (s) free(s->part);
         free(s);
-        return rc != MPI_SUCCESS ? rc : MPI_ERR_NO_MEM;
-    }
-    s->q = q;
-    s->asked = floats;
-    s->cap = floats < fit ? floats : fit;
-    /* What the room said may be gone by now: half as much, until it is
-     * backed or less than `least`. */
-    int backed = 0;
-    while (rc == MPI_SUCCESS && !backed && s->cap >= least && s->cap > 0) {
-        rc = allocate(s, node, me, &backed);
-        if (rc == MPI_SUCCESS && !backed) s->cap /= 2;
-    }
-    if (rc != MPI_SUCCESS || !backed) {
-        free(s->part);
-        free(s);
-        return rc != MPI_SUCCESS ? rc : GCMPI_NODE_SHM_NO_ROOM;
+        return rc != MPI_SUCCESS ? rc : !all[0] ? MPI_ERR_NO_MEM : GCMPI_NODE_SHM_NO_ROOM;
     }
     *shm = s;
     return MPI_SUCCESS;
@@ -233,13 +299,10 @@ static int window_of(gcmpi_node_shm **shm, MPI_Comm node, size_t floats, size_t 
     if (*shm && ((*shm)->cap >= floats || (*shm)->asked >= floats)) return MPI_SUCCESS;
     gcmpi_node_shm_free(*shm);
     *shm = NULL;
-    int q, me, rc;
+    int q, me;
     PMPI_Comm_size(node, &q);
     PMPI_Comm_rank(node, &me);
-    const int lock = host_lock(me);
-    rc = make_window(shm, node, q, me, floats, least);
-    if (lock >= 0) close(lock);
-    return rc;
+    return make_window(shm, node, q, me, floats, least);
 }
 
 static float *floats_of(const gcmpi_node_shm *s, int rank)
