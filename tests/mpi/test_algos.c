@@ -2653,13 +2653,16 @@ int main(int argc, char **argv)
         T(test_auto_tries_again_when_settled_calls_fall_behind),
 #undef T
     };
-    /* test_algos [test-name-part] [codec,codec...] */
+    /* test_algos [[!]test-name-part] [codec,codec...]: the tests whose
+     * name has the part, or with '!' those whose name has it not. */
     const char *only = argc > 1 && argv[1][0] ? argv[1] : NULL;
+    const int exclude = only && only[0] == '!';
+    if (exclude) only++;
     codec_filter = argc > 2 ? argv[2] : NULL;
     verbose = getenv("TEST_ALGOS_VERBOSE") != NULL;
     int total = 0;
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
-        if (only && !strstr(tests[i].name, only)) continue;
+        if (only && (strstr(tests[i].name, only) != NULL) == exclude) continue;
         int before = failures;
         double t0 = PMPI_Wtime();
         tests[i].run(&h);
