@@ -1,5 +1,6 @@
 /* cuda_emu.h — just enough of CUDA, on the host, to run the kernels of gpu/
- * (every .cu) and runtime calls without a GPU (tests/gpu/emu/run-emulated.sh).
+ * (every .cu) and runtime calls without a GPU (build-emu-lib.sh makes
+ * libgcmpi_gpu_emu.so of them; tests/gpu/meson.build).
  *
  * It checks the parts a machine without a GPU can check: body layouts,
  * bucket / chunk / plane-byte index mapping, the lane-tree summation order,
