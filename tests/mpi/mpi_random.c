@@ -388,6 +388,9 @@ int main(int argc, char **argv)
     CHECK(threads == 1 || provided == MPI_THREAD_MULTIPLE, "MPI_THREAD_MULTIPLE not provided");
     program prog[MAX_THREADS];
     pthread_t tid[MAX_THREADS];
+    /* MPI_RANDOM_THREAD_COMMS=1: threads make and free communicators as
+     * they go, to reproduce the hazard below (not in CI). */
+    const int thread_comms = getenv("MPI_RANDOM_THREAD_COMMS") != NULL;
     for (int t = 0; t < threads; t++) {
         prog[t] = (program){.steps = atoi(argv[2]),
                             .state = strtoull(argv[3], NULL, 10) + 1000003u * (uint64_t)t};
@@ -398,7 +401,7 @@ int main(int argc, char **argv)
          * once, and the library makes its own inside collectives
          * (README, Limits), so each program's are made here, one
          * program after the other. */
-        if (threads > 1) {
+        if (threads > 1 && !thread_comms) {
             prog[t].fixed_comms = 1;
             for (int to; (to = free_slot(&prog[t])) >= 0;)
                 op_create(&prog[t], pick_live(&prog[t], 1), to);
