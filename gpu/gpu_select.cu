@@ -15,7 +15,18 @@
  *     per tile of SEL_TILE elements (above and at the threshold), a scan
  *     of the tile counts, then one writes each element at its tile's
  *     offset plus a block-wide scan of the threads' counts.
- * The host waits only where a caller asks for the count (dgc). */
+ * The host waits only where a caller asks for the count (dgc).
+ *
+ * gpu_topk_indices first tries the CPU's one-pass path (sparse_index.c's
+ * sampled_threshold and select_among): a threshold from a strided sample
+ * of v that some 1.3 k elements reach, one placing pass (two reads of v)
+ * that writes those candidates' indices and keys ascending, and the exact
+ * top-k among the candidates, placed by the same kernels over their keys.
+ * Two reads of v instead of five, and one wait for the candidates' count;
+ * when the sample missed (fewer than k candidates, or more than room was
+ * made for) the five-read path runs. Either way the selection is the
+ * exact top-k with the CPU's ties, so the payload does not depend on the
+ * path. */
 #include "gpu_bucket.cuh" /* vec4f */
 #include "gpu_scan.cuh"
 #include "gpu_select.cuh"
@@ -27,6 +38,15 @@
 #define SEL_UNROLL 4u         /* loads per thread at once in the histograms */
 #define SEL_ITEMS 8u          /* contiguous elements per thread in a tile */
 #define SEL_TILE (SEL_THREADS * SEL_ITEMS)
+/* The one-pass path's bounds, sparse_index.c's SAMPLE_*: vectors of at
+ * least SAMPLE_MIN_N elements keeping at most 1/SAMPLE_MAX_SHARE of them;
+ * a sample of every SAMPLE_EVERY-th element, at most SAMPLE_MAX. */
+#define SAMPLE_MIN_N 65536u
+#define SAMPLE_MAX_SHARE 16u
+#define SAMPLE_EVERY 64u
+#define SAMPLE_MAX 16384u
+
+struct alignas(16) vec4u { uint32_t x, y, z, w; };
 
 __host__ __device__ static inline unsigned level_shift(unsigned level) { return level == 0 ? 20u : level == 1 ? 10u : 0u; }
 __host__ __device__ static inline unsigned level_bits(unsigned level) { return level == 0 ? 11u : 10u; }
@@ -133,19 +153,28 @@ void gpu_select_all_ties(gcmpi_gpu_ctx *ctx, gpu_sel *sel)
 }
 
 /* Thread t of a tile owns elements [t * SEL_ITEMS, (t + 1) * SEL_ITEMS)
- * of it: their magnitude keys into key[] (two 16-byte loads where the run
- * is whole and aligned), and how many of them lie before n. */
-__device__ static inline unsigned thread_keys(const float *v, size_t n, size_t lo,
-                                              uint32_t key[SEL_ITEMS])
+ * of it: their keys into key[] (the magnitude keys of v, or keys[] where
+ * v is NULL; two 16-byte loads where the run is whole and aligned), and
+ * how many of them lie before n. */
+__device__ static inline unsigned thread_keys(const float *v, const uint32_t *keys, size_t n,
+                                              size_t lo, uint32_t key[SEL_ITEMS])
 {
-    static_assert(SEL_ITEMS == 8, "two vec4f loads per thread");
-    if (lo + SEL_ITEMS <= n && ((uintptr_t)(v + lo) & 15u) == 0) {
-        const vec4f a = ((const vec4f *)(v + lo))[0], b = ((const vec4f *)(v + lo))[1];
-        key[0] = mag_key(a.x); key[1] = mag_key(a.y); key[2] = mag_key(a.z); key[3] = mag_key(a.w);
-        key[4] = mag_key(b.x); key[5] = mag_key(b.y); key[6] = mag_key(b.z); key[7] = mag_key(b.w);
+    static_assert(SEL_ITEMS == 8, "two 16-byte loads per thread");
+    const void *at = v ? (const void *)(v + lo) : (const void *)(keys + lo);
+    if (lo + SEL_ITEMS <= n && ((uintptr_t)at & 15u) == 0) {
+        if (v) {
+            const vec4f a = ((const vec4f *)at)[0], b = ((const vec4f *)at)[1];
+            key[0] = mag_key(a.x); key[1] = mag_key(a.y); key[2] = mag_key(a.z); key[3] = mag_key(a.w);
+            key[4] = mag_key(b.x); key[5] = mag_key(b.y); key[6] = mag_key(b.z); key[7] = mag_key(b.w);
+        } else {
+            const vec4u a = ((const vec4u *)at)[0], b = ((const vec4u *)at)[1];
+            key[0] = a.x; key[1] = a.y; key[2] = a.z; key[3] = a.w;
+            key[4] = b.x; key[5] = b.y; key[6] = b.z; key[7] = b.w;
+        }
         return SEL_ITEMS;
     }
-    for (unsigned q = 0; q < SEL_ITEMS; q++) key[q] = lo + q < n ? mag_key(v[lo + q]) : 0u;
+    for (unsigned q = 0; q < SEL_ITEMS; q++)
+        key[q] = lo + q >= n ? 0u : v ? mag_key(v[lo + q]) : keys[lo + q];
     return lo >= n ? 0u : n - lo < SEL_ITEMS ? (unsigned)(n - lo) : SEL_ITEMS;
 }
 
@@ -169,15 +198,16 @@ __device__ static inline uint64_t thread_counts(const uint32_t key[SEL_ITEMS], u
  * counts: a single pass chained tile to tile (decoupled look-back, one
  * predecessor per step) measured 400 us for 2^24 elements on an H100,
  * against 25 us for one read of them. */
-__global__ void k_sel_count_sync(const float *v, size_t n, const gpu_sel *sel, size_t ntiles,
-                                 uint64_t *counts, unsigned *check)
+__global__ void k_sel_count_sync(const float *v, const uint32_t *keys, size_t n,
+                                 const gpu_sel *sel, size_t ntiles, uint64_t *counts,
+                                 unsigned *check)
 {
     __shared__ uint64_t buf[SEL_THREADS];
     const uint32_t t = sel->key;
     bool bad = false;
     for (size_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
         uint32_t key[SEL_ITEMS];
-        const unsigned cnt = thread_keys(v, n, tile * SEL_TILE + (size_t)threadIdx.x * SEL_ITEMS, key);
+        const unsigned cnt = thread_keys(v, keys, n, tile * SEL_TILE + (size_t)threadIdx.x * SEL_ITEMS, key);
         for (unsigned q = 0; q < SEL_ITEMS; q++) bad |= q < cnt && bits_nonfinite(key[q]);
         const uint64_t upto = gpu_block_inclusive_sum(thread_counts(key, cnt, t), buf);
         if (threadIdx.x == blockDim.x - 1) counts[tile] = upto;
@@ -186,10 +216,14 @@ __global__ void k_sel_count_sync(const float *v, size_t n, const gpu_sel *sel, s
 }
 
 /* Element i goes to (above before i) + min(equal before i, ties), as
- * keep_above places it; positions from cap on are dropped. before[tile]
- * = the counts of the tiles before it (the scanned k_sel_count_sync). */
-__global__ void k_sel_emit_sync(const float *v, size_t n, const gpu_sel *sel, size_t ntiles,
-                                const uint64_t *before_tile, uint32_t *idx, size_t cap)
+ * keep_above places it: idx[at] = i, or map[i] where map is not NULL, and
+ * key_out[at] = its key where key_out is not NULL; positions from cap on
+ * are dropped. before[tile] = the counts of the tiles before it (the
+ * scanned k_sel_count_sync). */
+__global__ void k_sel_emit_sync(const float *v, const uint32_t *keys, const uint32_t *map,
+                                size_t n, const gpu_sel *sel, size_t ntiles,
+                                const uint64_t *before_tile, uint32_t *idx, uint32_t *key_out,
+                                size_t cap)
 {
     __shared__ uint64_t buf[SEL_THREADS];
     const uint32_t t = sel->key;
@@ -197,7 +231,7 @@ __global__ void k_sel_emit_sync(const float *v, size_t n, const gpu_sel *sel, si
     for (size_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
         const size_t lo = tile * SEL_TILE + (size_t)threadIdx.x * SEL_ITEMS;
         uint32_t key[SEL_ITEMS];
-        const unsigned cnt = thread_keys(v, n, lo, key);
+        const unsigned cnt = thread_keys(v, keys, n, lo, key);
         const uint64_t mine = thread_counts(key, cnt, t);
         const uint64_t upto = gpu_block_inclusive_sum(mine, buf);
         if (!mine) continue;
@@ -212,7 +246,10 @@ __global__ void k_sel_emit_sync(const float *v, size_t n, const gpu_sel *sel, si
                 if (equal < ties) at = above + equal;
                 equal++;
             }
-            if (at < cap) idx[at] = (uint32_t)(lo + q);
+            if (at < cap) {
+                idx[at] = map ? map[lo + q] : (uint32_t)(lo + q);
+                if (key_out) key_out[at] = key[q];
+            }
         }
     }
 }
@@ -224,8 +261,12 @@ __global__ void k_sel_total(const uint64_t *total, const gpu_sel *sel, uint64_t 
     *count = (*total >> 32) + (equal < sel->ties ? equal : sel->ties);
 }
 
-size_t gpu_select_compact(gcmpi_gpu_ctx *ctx, scratch *s, const float *v, size_t n,
-                          const gpu_sel *sel, uint32_t *idx, size_t cap, size_t *count)
+/* gpu_select_compact over the magnitude keys of v, or (v NULL) over
+ * keys[0..n) with map[j] written for position j; key_out (may be NULL)
+ * gets the selected keys beside idx. */
+static size_t compact(gcmpi_gpu_ctx *ctx, scratch *s, const float *v, const uint32_t *keys,
+                      const uint32_t *map, size_t n, const gpu_sel *sel, uint32_t *idx,
+                      uint32_t *key_out, size_t cap, size_t *count)
 {
     cudaStream_t st = ctx->stream;
     const size_t ntiles = (n + SEL_TILE - 1) / SEL_TILE;  /* < 2^21: n < 2^32 */
@@ -233,10 +274,11 @@ size_t gpu_select_compact(gcmpi_gpu_ctx *ctx, scratch *s, const float *v, size_t
     if (!counts) return GC_ERR(ALLOC);
     uint64_t *total = counts + ntiles;
     const unsigned blocks = ntiles < SEL_MAX_BLOCKS ? (unsigned)(ntiles ? ntiles : 1) : SEL_MAX_BLOCKS;
-    k_sel_count_sync<<<blocks, SEL_THREADS, 0, st>>>(v, n, sel, ntiles, counts,
-                                                     encode_check(s, NULL));
+    k_sel_count_sync<<<blocks, SEL_THREADS, 0, st>>>(v, keys, n, sel, ntiles, counts,
+                                                     v ? encode_check(s, NULL) : NULL);
     gpu_scan_u64(ctx, counts, ntiles, total);
-    k_sel_emit_sync<<<blocks, SEL_THREADS, 0, st>>>(v, n, sel, ntiles, counts, idx, cap);
+    k_sel_emit_sync<<<blocks, SEL_THREADS, 0, st>>>(v, keys, map, n, sel, ntiles, counts, idx,
+                                                    key_out, cap);
     if (!count) return 0;
     /* The one wait: the caller needs the count to go on. */
     k_sel_total<<<1, 1, 0, st>>>(total, sel, total + 1);
@@ -247,9 +289,64 @@ size_t gpu_select_compact(gcmpi_gpu_ctx *ctx, scratch *s, const float *v, size_t
     return 0;
 }
 
+size_t gpu_select_compact(gcmpi_gpu_ctx *ctx, scratch *s, const float *v, size_t n,
+                          const gpu_sel *sel, uint32_t *idx, size_t cap, size_t *count)
+{
+    return compact(ctx, s, v, NULL, NULL, n, sel, idx, NULL, cap, count);
+}
+
 __global__ void k_iota(uint32_t *idx, size_t n)
 {
     GRID_STRIDE(i, n) idx[i] = (uint32_t)i;
+}
+
+/* keys[j] = the magnitude key of v[stride / 2 + j * stride]: the CPU's
+ * sample positions (sampled_threshold). */
+__global__ void k_sel_sample(const float *v, size_t stride, size_t ns, uint32_t *keys)
+{
+    GRID_STRIDE(j, ns) keys[j] = mag_key(v[stride / 2 + j * stride]);
+}
+
+static inline size_t round4(size_t x) { return (x + 3) & ~(size_t)3; }
+
+/* The one-pass path (see the top of this file): 1 with idx[0..k) the
+ * selection, 0 where it does not apply or the sample missed (nothing
+ * written to idx), or an error. */
+static size_t topk_sampled(gcmpi_gpu_ctx *ctx, scratch *s, const float *v, size_t n, size_t k,
+                           uint32_t *idx)
+{
+    if (n < SAMPLE_MIN_N || k > n / SAMPLE_MAX_SHARE) return 0;
+    const size_t ns = n / SAMPLE_EVERY < SAMPLE_MAX ? n / SAMPLE_EVERY : SAMPLE_MAX;
+    const size_t stride = n / ns;
+    /* want of the ns sampled keys reach the threshold: about 1.3 k of v
+     * for k/n = 1 %, fewer than k only some four standard deviations of
+     * the sample's count away (sampled_threshold's rule). */
+    const double hits = (double)ns * (double)k / (double)n;
+    const size_t want = (size_t)ceil(hits + 4.0 * sqrt(hits) + 4.0);
+    if (want >= ns) return 0;
+    const size_t room = 2 * want * stride + SEL_TILE;  /* past it the sample missed */
+    /* One allocation (scratch slots are few): two selections, the sample,
+     * the candidates' indices and keys, each 16-byte aligned. */
+    const size_t words = 4 + round4(ns) + 2 * round4(room);
+    uint32_t *buf = (uint32_t *)scratch_get(ctx, s, words * sizeof(uint32_t));
+    if (!buf) return GC_ERR(ALLOC);
+    gpu_sel *sel = (gpu_sel *)buf;  /* sel[0]: the sample's, sel[1]: the candidates' */
+    uint32_t *sample = buf + 4, *cand = sample + round4(ns), *cand_key = cand + round4(room);
+    k_sel_sample<<<blocks_for(ns, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(v, stride, ns, sample);
+    size_t e = gpu_select_threshold(ctx, s, NULL, sample, ns, want, &sel[0]);
+    if (gc_is_error(e)) return e;
+    gpu_select_all_ties(ctx, &sel[0]);
+    size_t m = 0;
+    e = compact(ctx, s, v, NULL, NULL, n, &sel[0], cand, cand_key, room, &m);
+    if (gc_is_error(e)) return e;
+    if (m < k || m > room) return 0;
+    /* Every element of the top-k reaches the threshold (m >= k do), and
+     * the candidates lie in index order: ties among them go to the lower
+     * index as over v. */
+    e = gpu_select_threshold(ctx, s, NULL, cand_key, m, k, &sel[1]);
+    if (gc_is_error(e)) return e;
+    e = compact(ctx, s, NULL, cand_key, cand, m, &sel[1], idx, NULL, k, NULL);
+    return gc_is_error(e) ? e : 1;
 }
 
 size_t gpu_topk_indices(gcmpi_gpu_ctx *ctx, scratch *s, const float *v, size_t n, size_t k,
@@ -260,6 +357,8 @@ size_t gpu_topk_indices(gcmpi_gpu_ctx *ctx, scratch *s, const float *v, size_t n
         return 0;
     }
     if (k == 0) return 0;
+    size_t done = topk_sampled(ctx, s, v, n, k, idx);
+    if (done) return gc_is_error(done) ? done : 0;
     gpu_sel *sel = (gpu_sel *)scratch_get(ctx, s, sizeof(gpu_sel));
     if (!sel) return GC_ERR(ALLOC);
     size_t e = gpu_select_threshold(ctx, s, v, NULL, n, k, sel);

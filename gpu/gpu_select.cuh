@@ -36,7 +36,9 @@ size_t gpu_select_compact(gcmpi_gpu_ctx *ctx, scratch *s, const float *v, size_t
                           const gpu_sel *sel, uint32_t *idx, size_t cap, size_t *count);
 
 /* idx[0..k) = the k largest |v| (ties: lower index first), ascending, for
- * any k <= n (k >= n: every index). Queued; 0 or an error. */
+ * any k <= n (k >= n: every index). Large n with k/n <= 1/16 go through a
+ * sampled threshold and wait once for its candidates' count; else
+ * queued. 0 or an error. */
 size_t gpu_topk_indices(gcmpi_gpu_ctx *ctx, scratch *s, const float *v, size_t n, size_t k,
                         uint32_t *idx);
 

@@ -67,16 +67,24 @@ static float rnd_float(void)
 
 static float bits_f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 
-enum { FILL_RANDOM, FILL_SPECIAL, FILL_TIES, FILL_ZERO };
-static const char *const fill_name[] = {"", " special", " ties", " zeros"};
+enum { FILL_RANDOM, FILL_SPECIAL, FILL_TIES, FILL_ZERO, FILL_STEPS, FILL_SAMPLED };
+static const char *const fill_name[] = {"", " special", " ties", " zeros", " steps", " sampled"};
 
 /* FILL_TIES: magnitudes from {0, 0.5, 1, 2}, so the top-k threshold falls
- * among many equal magnitudes (the tie rule decides what is sent). */
+ * among many equal magnitudes (the tie rule decides what is sent).
+ * FILL_STEPS: random values in steps of 1/64, a few dozen ties at any
+ * threshold. FILL_SAMPLED: random, but large at every 64th element from
+ * the 32nd, where a strided sample of top-k's one-pass path reads (the
+ * CPU's and the GPU's), so its threshold comes out too high. */
 static void fill(float *x, size_t n, int mode)
 {
     static const float ties[] = {0.0f, 0.5f, -0.5f, 1.0f, -1.0f, 2.0f, -2.0f, 0.5f};
     for (size_t i = 0; i < n; i++)
         x[i] = mode == FILL_ZERO ? 0.0f : mode == FILL_TIES ? ties[rnd() & 7] : rnd_float();
+    if (mode == FILL_STEPS)
+        for (size_t i = 0; i < n; i++) x[i] = roundf(x[i] * 64.0f) / 64.0f;
+    if (mode == FILL_SAMPLED)
+        for (size_t i = 32; i < n; i += 64) x[i] = 1000.0f + (float)(i % 977);
     if (mode == FILL_SPECIAL && n >= 1000) {
         x[3] = NAN;
         /* A second NaN, with a payload, in another bucket (or chunk): where
@@ -926,6 +934,28 @@ int main(void)
             run_case(tiled[ti], &p, 2 * 8192 + 5, ef, !ef, 0, FILL_RANDOM);
             cases += 3;
         }
+    }
+    /* top-k's one-pass path (a sampled threshold; vectors of at least
+     * 65536 elements keeping at most 1/16, 0.06 near that bound): taken
+     * with random and stepped values, given up for the full selection
+     * with ties, zeros and a sample that sees only large values; a tail
+     * that is not a whole tile. Run whatever GCMPI_GPU_TEST_MAX_N says. */
+    static const struct { const char *codec; double ratio; } sampled[] = {
+        {"topk", 0.01}, {"topk", 0.06}, {"dgc", 0.01}, {"topkq", 0.01}};
+    static const int sampled_fills[] = {FILL_RANDOM, FILL_STEPS, FILL_TIES, FILL_ZERO, FILL_SAMPLED};
+    for (size_t ci = 0; ci < sizeof sampled / sizeof *sampled; ci++) {
+        if (only && !listed(only, sampled[ci].codec)) continue;
+        gc_params p;
+        gc_params_default(&p);
+        p.ratio = sampled[ci].ratio;
+        if (!strcmp(sampled[ci].codec, "dgc")) p.dgc_tolerance = 0.0;  /* the exact top-k */
+        for (size_t fi = 0; fi < sizeof sampled_fills / sizeof *sampled_fills; fi++) {
+            const int ef = (int)(fi & 1);
+            run_case(sampled[ci].codec, &p, 70001, ef, ef, 0, sampled_fills[fi]);
+            cases++;
+        }
+        run_case(sampled[ci].codec, &p, (1u << 17) + 5, 1, 0, 1, FILL_RANDOM);
+        cases++;
     }
     if (!only || listed(only, "topk") || listed(only, "dgc") || listed(only, "randk") ||
         listed(only, "topkq"))
