@@ -16,6 +16,10 @@
 #   5  benchmark table: gcmpi-codec-bench --device cuda (every codec against
 #      a device-to-device copy) and, where torch is installed,
 #      bench/gpu_vs_torch.py
+#   6  (only when STEPS names it) issue 14 on the machine's cores: auto
+#      against native and every forced algorithm over shared memory at 2,
+#      4, 8 and 16 ranks (SCALE_RANKS), each point beside the cost
+#      model's prediction (bench/results/run-scale.sh, no GPU used)
 #
 # Needs meson, ninja, a C compiler and nvcc (on PATH or in
 # /usr/local/cuda/bin). zstd and Criterion are optional here. Exit status:
@@ -114,7 +118,22 @@ step5_bench() {
     esac
 }
 
-# STEPS="1 5" runs a subset (after the build); the default is every step,
+# Issue 14's shared-memory table where more cores are lent than on the
+# 2-core development machine: host buffers, the library of this build.
+step6_scale() {
+    status=0
+    LINKS=shm CLUSTER=0 RANKS="${SCALE_RANKS:-2 4 8 16}" \
+        timeout "${STEP6_TIMEOUT:-480}" bench/results/run-scale.sh "$LOGS/scale" "$BUILD" \
+        >"$LOGS/scale-tables.md" 2>"$LOGS/scale.log" || status=$?
+    cat "$LOGS/scale-tables.md"
+    if [ "$status" -eq 0 ]; then
+        summary 6 PASS "issue 14's tables at ${SCALE_RANKS:-2 4 8 16} ranks in scale-tables.md (JSON under scale/)"
+    else
+        summary 6 FAIL "run-scale.sh exited $status (see scale.log; the points it finished are under scale/)"
+    fi
+}
+
+# STEPS="1 5" runs a subset (after the build); the default is steps 1-5,
 # the benchmark before the longest step so a run cut short keeps it.
 want() { case " ${STEPS:-1 2 3 5 4} " in *" $1 "*) return 0 ;; esac; return 1; }
 if step0_build; then
@@ -123,5 +142,6 @@ if step0_build; then
     want 3 && device_step 3 step3_mpi4py
     want 5 && step5_bench
     want 4 && device_step 4 step4_train
+    want 6 && step6_scale
 fi
 exit "$failed"
