@@ -329,7 +329,7 @@ static size_t topk_sampled(gcmpi_gpu_ctx *ctx, scratch *s, const float *v, size_
      * the candidates' indices and keys, each 16-byte aligned. */
     const size_t words = 4 + round4(ns) + 2 * round4(room);
     uint32_t *buf = (uint32_t *)scratch_get(ctx, s, words * sizeof(uint32_t));
-    if (!buf) return GC_ERR(ALLOC);
+    if (!buf) return 0;  /* the five-read path needs no room for candidates */
     gpu_sel *sel = (gpu_sel *)buf;  /* sel[0]: the sample's, sel[1]: the candidates' */
     uint32_t *sample = buf + 4, *cand = sample + round4(ns), *cand_key = cand + round4(room);
     k_sel_sample<<<blocks_for(ns, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(v, stride, ns, sample);
