@@ -19,6 +19,7 @@
  * resolved on that short candidate list, which a final filter turns into
  * the answer. */
 #include "sparse_index.h"
+#include "sparse_sample.h"
 
 #include "bitstream.h"
 
@@ -29,16 +30,6 @@
  * back. */
 #define ACC_CHUNK 4096u  /* a multiple of 8 */
 
-/* The one-pass path: vectors of at least SAMPLE_MIN_N elements, keeping at
- * most 1/SAMPLE_MAX_SHARE of them, from a sample of every SAMPLE_EVERY-th
- * element, at most SAMPLE_MAX. Each candidate past k costs the collecting
- * pass a mispredicted branch and the list a slot: with 4096 samples a 1 %
- * top-k of 16 Mi elements collected 2 k, and ran slower without error
- * feedback than the two-pass path; 16384 samples give about 1.3 k. */
-#define SAMPLE_MIN_N     65536u
-#define SAMPLE_MAX_SHARE 16u
-#define SAMPLE_EVERY     64u
-#define SAMPLE_MAX       16384u
 
 static const unsigned level_shift[3] = {20, 10, 0};
 static const unsigned level_bits[3] = {11, 10, 10};
@@ -459,27 +450,21 @@ size_t gc_sparse_index_decode(const uint8_t *src, size_t n, uint32_t *idx)
                                       : apply_delta(ix, k, NULL, NULL, idx, n, OP_LIST);
 }
 
-/* The one-pass path's threshold: the key of the want-th largest of a
- * strided sample of v = g + r (in slot GC_WS_B), want chosen so that about
- * 1.3 k elements reach it (for k/n = 1 %; more where k is small) and fewer
- * than k do only some four standard deviations of the sample's count away.
+/* The one-pass path's threshold (sparse_sample.h): the key of the
+ * want-th largest of a strided sample of v = g + r (in slot GC_WS_B).
  * *expect is the count to expect, 0 where the path does not apply. */
 static uint32_t sampled_threshold(const float *g, const float *r, size_t n, size_t k,
                                   gc_workspace *ws, size_t *expect)
 {
     *expect = 0;
-    if (n < SAMPLE_MIN_N || n > UINT32_MAX || k == 0 || k > n / SAMPLE_MAX_SHARE) return 0;
-    const size_t s = n / SAMPLE_EVERY < SAMPLE_MAX ? n / SAMPLE_EVERY : SAMPLE_MAX;
-    const size_t stride = n / s;
-    uint32_t *key = gc_ws_get(ws, GC_WS_B, s * sizeof(uint32_t));
+    gc_sample_plan pl;
+    if (!gc_sample_plan_for(n, k, &pl)) return 0;
+    uint32_t *key = gc_ws_get(ws, GC_WS_B, pl.ns * sizeof(uint32_t));
     if (!key) return 0;
-    for (size_t j = 0, i = stride / 2; j < s; j++, i += stride)
+    for (size_t j = 0, i = pl.stride / 2; j < pl.ns; j++, i += pl.stride)
         key[j] = gc_mag_key(r ? g[i] + r[i] : g[i]);
-    const double hits = (double)s * (double)k / (double)n;
-    const size_t want = (size_t)ceil(hits + 4.0 * sqrt(hits) + 4.0);
-    if (want >= s) return 0;
-    *expect = want * stride;
-    return gc_sparse_kth_largest(key, s, want);
+    *expect = pl.expect;
+    return gc_sparse_kth_largest(key, pl.ns, pl.want);
 }
 
 /* v = g (+ r, stored into r), collecting the elements with key >= t as

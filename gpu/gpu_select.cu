@@ -17,8 +17,8 @@
  *     offset plus a block-wide scan of the threads' counts.
  * The host waits only where a caller asks for the count (dgc).
  *
- * gpu_topk_indices first tries the CPU's one-pass path (sparse_index.c's
- * sampled_threshold and select_among): a threshold from a strided sample
+ * gpu_topk_indices first tries the CPU's one-pass path (its rule in
+ * sparse_sample.h, as sparse_index.c takes it): a threshold from a strided sample
  * of v that some 1.3 k elements reach, one placing pass (two reads of v)
  * that writes those candidates' indices and keys ascending, and the exact
  * top-k among the candidates, placed by the same kernels over their keys.
@@ -30,6 +30,7 @@
 #include "gpu_bucket.cuh" /* vec4f */
 #include "gpu_scan.cuh"
 #include "gpu_select.cuh"
+#include "sparse_sample.h"
 
 #define SEL_BINS 2048u        /* GC_SPARSE_HIST_BINS: the widest digit */
 #define SEL_LEVELS 3u
@@ -38,14 +39,6 @@
 #define SEL_UNROLL 4u         /* loads per thread at once in the histograms */
 #define SEL_ITEMS 8u          /* contiguous elements per thread in a tile */
 #define SEL_TILE (SEL_THREADS * SEL_ITEMS)
-/* The one-pass path's bounds, sparse_index.c's SAMPLE_*: vectors of at
- * least SAMPLE_MIN_N elements keeping at most 1/SAMPLE_MAX_SHARE of them;
- * a sample of every SAMPLE_EVERY-th element, at most SAMPLE_MAX. */
-#define SAMPLE_MIN_N 65536u
-#define SAMPLE_MAX_SHARE 16u
-#define SAMPLE_EVERY 64u
-#define SAMPLE_MAX 16384u
-
 struct alignas(16) vec4u { uint32_t x, y, z, w; };
 
 __host__ __device__ static inline unsigned level_shift(unsigned level) { return level == 0 ? 20u : level == 1 ? 10u : 0u; }
@@ -309,44 +302,40 @@ __global__ void k_sel_sample(const float *v, size_t stride, size_t ns, uint32_t 
 
 static inline size_t round4(size_t x) { return (x + 3) & ~(size_t)3; }
 
-/* The one-pass path (see the top of this file): 1 with idx[0..k) the
- * selection, 0 where it does not apply or the sample missed (nothing
- * written to idx), or an error. */
+/* The one-pass path (see the top of this file): *done = 1 with idx[0..k)
+ * the selection, 0 where it does not apply, the sample missed or the pool
+ * has no room for the candidates (nothing written to idx). 0 or an
+ * error. */
 static size_t topk_sampled(gcmpi_gpu_ctx *ctx, scratch *s, const float *v, size_t n, size_t k,
-                           uint32_t *idx)
+                           uint32_t *idx, int *done)
 {
-    if (n < SAMPLE_MIN_N || k > n / SAMPLE_MAX_SHARE) return 0;
-    const size_t ns = n / SAMPLE_EVERY < SAMPLE_MAX ? n / SAMPLE_EVERY : SAMPLE_MAX;
-    const size_t stride = n / ns;
-    /* want of the ns sampled keys reach the threshold: about 1.3 k of v
-     * for k/n = 1 %, fewer than k only some four standard deviations of
-     * the sample's count away (sampled_threshold's rule). */
-    const double hits = (double)ns * (double)k / (double)n;
-    const size_t want = (size_t)ceil(hits + 4.0 * sqrt(hits) + 4.0);
-    if (want >= ns) return 0;
-    const size_t room = 2 * want * stride + SEL_TILE;  /* past it the sample missed */
+    *done = 0;
+    gc_sample_plan pl;
+    if (!gc_sample_plan_for(n, k, &pl)) return 0;
+    const size_t room = 2 * pl.expect + SEL_TILE;  /* past it the sample missed */
     /* One allocation (scratch slots are few): two selections, the sample,
      * the candidates' indices and keys, each 16-byte aligned. */
-    const size_t words = 4 + round4(ns) + 2 * round4(room);
+    const size_t words = 4 + round4(pl.ns) + 2 * round4(room);
     uint32_t *buf = (uint32_t *)scratch_get(ctx, s, words * sizeof(uint32_t));
     if (!buf) return 0;  /* the five-read path needs no room for candidates */
     gpu_sel *sel = (gpu_sel *)buf;  /* sel[0]: the sample's, sel[1]: the candidates' */
-    uint32_t *sample = buf + 4, *cand = sample + round4(ns), *cand_key = cand + round4(room);
-    k_sel_sample<<<blocks_for(ns, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(v, stride, ns, sample);
-    size_t e = gpu_select_threshold(ctx, s, NULL, sample, ns, want, &sel[0]);
+    uint32_t *sample = buf + 4, *cand = sample + round4(pl.ns), *cand_key = cand + round4(room);
+    k_sel_sample<<<blocks_for(pl.ns, GPU_THREADS), GPU_THREADS, 0, ctx->stream>>>(
+        v, pl.stride, pl.ns, sample);
+    size_t e = gpu_select_threshold(ctx, s, NULL, sample, pl.ns, pl.want, &sel[0]);
     if (gc_is_error(e)) return e;
     gpu_select_all_ties(ctx, &sel[0]);
     size_t m = 0;
     e = compact(ctx, s, v, NULL, NULL, n, &sel[0], cand, cand_key, room, &m);
-    if (gc_is_error(e)) return e;
-    if (m < k || m > room) return 0;
+    if (gc_is_error(e) || m < k || m > room) return e;
     /* Every element of the top-k reaches the threshold (m >= k do), and
      * the candidates lie in index order: ties among them go to the lower
      * index as over v. */
     e = gpu_select_threshold(ctx, s, NULL, cand_key, m, k, &sel[1]);
     if (gc_is_error(e)) return e;
     e = compact(ctx, s, NULL, cand_key, cand, m, &sel[1], idx, NULL, k, NULL);
-    return gc_is_error(e) ? e : 1;
+    *done = !gc_is_error(e);
+    return e;
 }
 
 size_t gpu_topk_indices(gcmpi_gpu_ctx *ctx, scratch *s, const float *v, size_t n, size_t k,
@@ -357,11 +346,12 @@ size_t gpu_topk_indices(gcmpi_gpu_ctx *ctx, scratch *s, const float *v, size_t n
         return 0;
     }
     if (k == 0) return 0;
-    size_t done = topk_sampled(ctx, s, v, n, k, idx);
-    if (done) return gc_is_error(done) ? done : 0;
+    int done;
+    size_t e = topk_sampled(ctx, s, v, n, k, idx, &done);
+    if (done || gc_is_error(e)) return e;
     gpu_sel *sel = (gpu_sel *)scratch_get(ctx, s, sizeof(gpu_sel));
     if (!sel) return GC_ERR(ALLOC);
-    size_t e = gpu_select_threshold(ctx, s, v, NULL, n, k, sel);
+    e = gpu_select_threshold(ctx, s, v, NULL, n, k, sel);
     if (gc_is_error(e)) return e;
     return gpu_select_compact(ctx, s, v, n, sel, idx, k, NULL);
 }
