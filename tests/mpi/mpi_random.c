@@ -388,8 +388,8 @@ int main(int argc, char **argv)
     CHECK(threads == 1 || provided == MPI_THREAD_MULTIPLE, "MPI_THREAD_MULTIPLE not provided");
     program prog[MAX_THREADS];
     pthread_t tid[MAX_THREADS];
-    /* MPI_RANDOM_THREAD_COMMS=1: threads make and free communicators as
-     * they go, to reproduce the hazard below (not in CI). */
+    /* MPI_RANDOM_THREAD_COMMS set (to anything): threads make and free
+     * communicators as they go, to reproduce the hazard below (not in CI). */
     const int thread_comms = getenv("MPI_RANDOM_THREAD_COMMS") != NULL;
     for (int t = 0; t < threads; t++) {
         prog[t] = (program){.steps = atoi(argv[2]),
