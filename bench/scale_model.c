@@ -204,6 +204,10 @@ int main(int argc, char **argv)
                         .payload_ratio = o.payload_ratio,
                         .native_ratio = o.native_ratio,
                         .density = o.density,
+                        /* hier's node gather by payloads: a sparse payload's
+                         * bound taken as its size */
+                        .kept_bound_ratio = o.density > 0 ? o.payload_ratio : 0.0,
+                        .kept_part_bytes = (size_t)4 << 20, /* GCMPI_NODE_SHM_MAX_FLOATS */
                     };
                     /* hier runs the library's fixed rule between nodes
                      * (pmpi/coll_choose.c): sparse codecs allgather up to 8

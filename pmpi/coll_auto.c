@@ -766,6 +766,17 @@ static void model_from(gcmpi_coll_ctx *ctx, const gcmpi_nodes *nodes, const doub
     e->payload_ratio = agreed[C_RATIO];
     e->native_ratio = native_ratio(cfg, p, agreed[C_RATIO]);
     e->density = (gc_codec_flags(cfg->codec) & GC_SPARSE) ? cfg->params.ratio : 0.0;
+    /* hier's node gather by payloads (coll_hier_pipe.c), from the
+     * configuration alone so that every rank's model is the same: a
+     * sparse codec's bound per float byte, and the most a window's part
+     * holds. */
+    e->kept_part_bytes = gcmpi_node_shm_part_bytes(NULL);
+    e->kept_bound_ratio = 0.0;
+    if (e->density > 0 && cfg->node_shm) {
+        const size_t floats = (size_t)1 << 18;
+        const size_t bound = gc_bound(cfg->codec, floats, &cfg->params);
+        if (!gc_is_error(bound)) e->kept_bound_ratio = (double)bound / (double)(floats * sizeof(float));
+    }
     m->inner = gcmpi_coll_rule(cfg, 0, nn);
 }
 
@@ -953,6 +964,7 @@ gcmpi_cost_env gcmpi_auto_env_at(const gcmpi_config *cfg, const gcmpi_auto_model
     const double configured = cfg->params.ratio;
     if (e.density > 0 && ratio > 0 && configured > 0 && ratio != configured) {
         e.payload_ratio *= ratio / configured;
+        e.kept_bound_ratio *= ratio / configured;
         e.density = ratio;
     }
     return e;

@@ -225,11 +225,16 @@ static int by_chunks(const gcmpi_config *cfg, const gcmpi_nodes *n, size_t count
 }
 
 /* Segments of this thread's last call of the reduce-scatter style (tests). */
-static _Thread_local int last_segments;
+static _Thread_local int last_segments, last_gathered_kept;
 
 int gcmpi_hier_last_segments(void)
 {
     return last_segments;
+}
+
+int gcmpi_hier_last_gathered_kept(void)
+{
+    return last_gathered_kept;
 }
 
 /* The segments hier pipelines its reduce-scatter style in
@@ -314,9 +319,13 @@ static int hier_scatter(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, const gcmpi_hier_ve
     /* Every rank of the communicator takes the same way (only shared
      * figures decide), so columns meet in the same messages. */
     last_segments = pipeline_segments(ctx, n, count);
+    last_gathered_kept = 0;
+    gcmpi_hier_kept kept = {0};
+    int by_kept = 0;
     if (last_segments) {
+        by_kept = gcmpi_hier_kept_room(ctx, n, ops, count, last_segments, shm, &kept);
         rc = gcmpi_hier_pipeline(ctx, n, ops, hin, hout, out, count, last_segments, ef, &shm,
-                                 &local, &inner_rc);
+                                 &local, &inner_rc, &kept);
         if (rc != MPI_SUCCESS) return rc;
     } else {
         if (shm) {
@@ -365,16 +374,26 @@ static int hier_scatter(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, const gcmpi_hier_ve
     /* A column that failed tells its node (every column sees its own
      * failure on all its members, so every rank ends with the same code). */
     int worst = inner_rc;
+    /* A window given up during the pipeline is given up on every rank of
+     * the node: all take the same way here. */
+    if (by_kept && shm) {
+        rc = gcmpi_hier_gather_kept(ctx, n, &kept, hout, count, last_segments, inner_rc, &worst,
+                                    &last_gathered_kept);
+        if (rc != MPI_SUCCESS) return rc;
+    }
     t0 = PMPI_Wtime();
-    if (shm) {
+    if (last_gathered_kept) {
+        /* every chunk decoded in place: nothing to copy */
+    } else if (shm) {
         rc = gcmpi_node_shm_allgather(&n->shm, n->node, hout, counts, displs, inner_rc, &worst);
+        st->bytes_sent += (uint64_t)len * sizeof(float);
     } else {
         rc = PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, hout, counts, displs, MPI_FLOAT,
                              n->node);
         if (rc == MPI_SUCCESS)
             rc = PMPI_Allreduce(&inner_rc, &worst, 1, MPI_INT, MPI_MAX, n->node);
+        st->bytes_sent += (uint64_t)len * sizeof(float);
     }
-    st->bytes_sent += (uint64_t)len * sizeof(float);
     st->comm_s += PMPI_Wtime() - t0;
     if (rc == MPI_SUCCESS && ops->stage && local == MPI_SUCCESS)
         local = ops->stage(out, hout, bytes);

@@ -68,16 +68,27 @@ typedef struct pipe {
     int64_t *sizes;     /* every member's payload size, column rank order */
     size_t *off;        /* where each member's payload starts in a slot   */
     int posted[2];      /* slot holds a segment whose requests are open   */
+    gcmpi_hier_kept *kept; /* where decoded segments' payloads are kept
+                              for the node's gather (NULL: nowhere)      */
 } pipe;
+
+/* Kept payloads start at 16-byte boundaries, as a segment's sizes do. */
+static size_t round16(size_t bytes)
+{
+    return (bytes + 15) & ~(size_t)15;
+}
 
 /* Buffers for segments of at most `longest` floats (whose messages fit
  * an int count: gcmpi_hier_segments); MPI_ERR_NO_MEM when memory ran out
  * (this rank's alone, as in the flat allgather: coll_impl.h). */
 static int pipe_open(pipe *pp, const gcmpi_coll_ctx *ctx, gcmpi_nodes *n,
-                     const gcmpi_hier_vec_ops *ops, size_t longest, int q)
+                     const gcmpi_hier_vec_ops *ops, size_t longest, int q,
+                     gcmpi_hier_kept *kept)
 {
     const gcmpi_config *cfg = ctx->cfg;
     memset(pp, 0, sizeof *pp);
+    pp->kept = kept && kept->buf ? kept : NULL;
+    if (pp->kept) pp->kept->len = 0;
     pp->col = *ctx;
     pp->col.comm = n->column;
     pp->col.rank = n->node_index;
@@ -156,6 +167,33 @@ static int seg_start(pipe *pp, int s, float *seg, size_t m, int finite, float *r
     return MPI_SUCCESS;
 }
 
+/* A decoded segment's record in pp->kept: the members' payload sizes,
+ * then each payload, all at 16-byte boundaries (zero padding). Past its
+ * room nothing more is kept, and the node gathers floats. */
+static void keep_segment(pipe *pp, const uint8_t *slot)
+{
+    gcmpi_hier_kept *kept = pp->kept;
+    if (!kept || !kept->buf) return;
+    const size_t members = (size_t)pp->col.size, head = members * sizeof(int64_t);
+    size_t need = round16(head);
+    for (size_t k = 0; k < members; k++) need += round16((size_t)pp->sizes[k]);
+    if (need > kept->cap - kept->len) {
+        kept->buf = NULL;
+        return;
+    }
+    uint8_t *at = kept->buf + kept->len;
+    memcpy(at, pp->sizes, head);
+    memset(at + head, 0, round16(head) - head);
+    at += round16(head);
+    for (size_t k = 0; k < members; k++) {
+        const size_t len = (size_t)pp->sizes[k];
+        memcpy(at, slot + pp->off[k], len);
+        memset(at + len, 0, round16(len) - len);
+        at += round16(len);
+    }
+    kept->len += need;
+}
+
 /* Wait for segment s's messages and decode every member's payload into
  * out[0..m) (where ops decodes) in column rank order. */
 static int seg_finish(pipe *pp, int s, float *out, size_t m)
@@ -188,6 +226,7 @@ static int seg_finish(pipe *pp, int s, float *out, size_t m)
     const gcmpi_gathered got = {.buf = slot, .len = pp->sizes, .off = pp->off};
     const size_t r = pp->ops->decode_all(col, &got, out, m);
     col->stats->decode_s += PMPI_Wtime() - t0;
+    if (!gc_is_error(r)) keep_segment(pp, slot);
     return gcmpi_coll_mpi_error(gc_error_code(r));
 }
 
@@ -217,12 +256,14 @@ static int node_sum(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, int *shm, const float *
 
 int gcmpi_hier_pipeline(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, const gcmpi_hier_vec_ops *ops,
                         const float *hin, float *hout, float *out, size_t count, int segs,
-                        gcmpi_ef_slot *ef, int *shm, int *local, int *inner_rc)
+                        gcmpi_ef_slot *ef, int *shm, int *local, int *inner_rc,
+                        gcmpi_hier_kept *kept)
 {
     const int q = n->node_size, me = n->node_rank;
     *inner_rc = MPI_SUCCESS;
     pipe pp;
-    int rc = pipe_open(&pp, ctx, n, ops, gcmpi_chunk_len(gcmpi_chunk_len(count, q, 0), segs, 0), q);
+    int rc = pipe_open(&pp, ctx, n, ops, gcmpi_chunk_len(gcmpi_chunk_len(count, q, 0), segs, 0), q,
+                       kept);
     if (rc != MPI_SUCCESS) return rc;
     int *cs = pipe_counts(&pp), *ds = cs + q;
     const size_t lo = gcmpi_chunk_start(count, q, me), len = gcmpi_chunk_len(count, q, me);
@@ -271,4 +312,121 @@ int gcmpi_hier_pipeline(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, const gcmpi_hier_ve
     st->bytes_sent += (uint64_t)(count - len) * sizeof(float);
     *inner_rc = first;
     return rc;
+}
+
+/* ---- the node's gather by kept payloads ----------------------------------- */
+
+static int kept_mode = -1;
+
+void gcmpi_hier_set_kept_mode(int mode)
+{
+    kept_mode = mode;
+}
+
+int gcmpi_hier_kept_room(gcmpi_coll_ctx *ctx, const gcmpi_nodes *n,
+                         const gcmpi_hier_vec_ops *ops, size_t count, int segs, int shm,
+                         gcmpi_hier_kept *kept)
+{
+    memset(kept, 0, sizeof *kept);
+    const gcmpi_config *cfg = ctx->cfg;
+    if (kept_mode == 0 || !shm || segs < 2) return 0;
+    /* A dense body is decoded over every float of the chunk, once a
+     * member: more than copying the chunk's sum. */
+    if (kept_mode < 0 && !(gc_codec_flags(cfg->codec) & GC_SPARSE)) return 0;
+    /* From the longest chunk and segment: the same room on every rank. */
+    const size_t chunk = gcmpi_chunk_len(count, n->node_size, 0);
+    const size_t bound = gc_bound(cfg->codec, gcmpi_chunk_len(chunk, segs, 0), &cfg->params);
+    if (gc_is_error(bound)) return 0;
+    const size_t cap = gcmpi_hier_kept_cap(segs, (size_t)n->n_nodes, bound);
+    const size_t part = gcmpi_node_shm_part_bytes(n->shm);
+    if (kept_mode < 0 ? !gcmpi_hier_kept_fits(cap, chunk * sizeof(float), part) : cap > part)
+        return 0;
+    /* Device vectors are decoded by the kernels: this rank keeps nothing,
+     * and its node gathers floats. */
+    if (!ops->stage) kept->buf = gcmpi_scratch_get(ctx->scratch, GCMPI_SCR_AUX, cap);
+    kept->cap = kept->buf ? cap : 0;
+    return 1;
+}
+
+/* Decodes rank j's kept records (len bytes at rec, written by
+ * keep_segment) into its chunk, out[0..chunk): segment by segment as the
+ * pipeline cut it, each as its column decoded it (gcmpi_coll_decode_all:
+ * the segment zeroed, which brings it into the cache, then every member's
+ * payload added in column order). 0 where the records do not parse or a
+ * payload does not decode. */
+static int decode_kept(gcmpi_coll_ctx *col, const uint8_t *rec, size_t len, float *out,
+                       size_t chunk, int segs, int64_t *sizes, size_t *off)
+{
+    const size_t members = (size_t)col->size, head = round16(members * sizeof(int64_t));
+    size_t at = 0;
+    for (int s = 0; s < segs; s++) {
+        if (head > len - at) return 0;
+        memcpy(sizes, rec + at, members * sizeof(int64_t));
+        size_t p = head;
+        for (size_t k = 0; k < members; k++) {
+            if (sizes[k] < 0 || round16((size_t)sizes[k]) > len - at - p) return 0;
+            off[k] = p;
+            p += round16((size_t)sizes[k]);
+        }
+        const gcmpi_gathered got = {.buf = rec + at, .len = sizes, .off = off};
+        const size_t r = gcmpi_coll_decode_all(col, &got, out + gcmpi_chunk_start(chunk, segs, s),
+                                               gcmpi_chunk_len(chunk, segs, s));
+        if (gc_is_error(r)) return 0;
+        at += p;
+    }
+    return at == len;
+}
+
+int gcmpi_hier_gather_kept(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, const gcmpi_hier_kept *kept,
+                           float *hout, size_t count, int segs, int inner_rc, int *worst,
+                           int *gathered)
+{
+    const int q = n->node_size, me = n->node_rank;
+    *gathered = 0;
+    *worst = inner_rc;
+    const size_t members = (size_t)n->n_nodes;
+    const size_t meta = (size_t)q * (sizeof(const unsigned char *) + sizeof(int64_t)) +
+                        members * (sizeof(int64_t) + sizeof(size_t));
+    uint8_t *m = gcmpi_scratch_get(ctx->scratch, GCMPI_SCR_META, meta);
+    if (!m) return MPI_ERR_NO_MEM;
+    const unsigned char **from = (const unsigned char **)(void *)m;
+    int64_t *lens = (int64_t *)(void *)(from + q);
+    int64_t *sizes = lens + q;
+    size_t *off = (size_t *)(void *)(sizes + members);
+
+    /* Only a rank whose column succeeded has payloads worth decoding. */
+    const int64_t len = kept && kept->buf && inner_rc == MPI_SUCCESS ? (int64_t)kept->len : -1;
+    double t0 = PMPI_Wtime();
+    int rc = gcmpi_node_shm_share(&n->shm, n->node, len >= 0 ? kept->buf : NULL, len, inner_rc,
+                                  from, lens, worst);
+    ctx->stats->comm_s += PMPI_Wtime() - t0;
+    if (rc != MPI_SUCCESS) return rc;
+    int all = 1;
+    for (int j = 0; j < q; j++) all &= lens[j] >= 0;
+    int decoded = 1;
+    if (all) {
+        gcmpi_coll_ctx col = *ctx;
+        col.comm = n->column;
+        col.rank = n->node_index;
+        col.size = n->n_nodes;
+        col.cache = NULL;
+        col.finite_in = NULL;
+        col.finite_n = 0;
+        t0 = PMPI_Wtime();
+        for (int j = 0; j < q && decoded; j++)
+            if (j != me)
+                decoded = decode_kept(&col, from[j], (size_t)lens[j],
+                                      hout + gcmpi_chunk_start(count, q, j),
+                                      gcmpi_chunk_len(count, q, j), segs, sizes, off);
+        ctx->stats->decode_s += PMPI_Wtime() - t0;
+        ctx->stats->bytes_sent += (uint64_t)len;
+    }
+    t0 = PMPI_Wtime();
+    rc = gcmpi_node_shm_release(n->shm, n->node);
+    ctx->stats->comm_s += PMPI_Wtime() - t0;
+    if (rc != MPI_SUCCESS) return rc;
+    *gathered = all;
+    /* Records a rank of this node wrote and decoded itself: a failure here
+     * is this library's fault, not the data's. */
+    return decoded ? MPI_SUCCESS : MPI_ERR_INTERN;
 }

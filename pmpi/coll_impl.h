@@ -77,6 +77,14 @@ int gcmpi_native_q_usable(const float *q, size_t n);
  * on the vector with run (the host's gcmpi_coll_run, or the GPU
  * kernels). */
 struct gcmpi_gathered;
+/* The payloads of this rank's column, segment by segment, kept by hier's
+ * pipeline for the node's gather: len of cap bytes at buf (NULL: not
+ * kept, or they outgrew cap). */
+typedef struct gcmpi_hier_kept {
+    uint8_t *buf;
+    size_t cap, len;
+} gcmpi_hier_kept;
+
 typedef struct gcmpi_hier_vec_ops {
     int (*stage)(void *dst, const void *src, size_t bytes);
     float *(*host_vector)(size_t count);
@@ -120,7 +128,36 @@ int gcmpi_hier_window_gone(gcmpi_nodes *n);
  * (at least 2), the same on every rank, which all run it alike. */
 int gcmpi_hier_pipeline(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, const gcmpi_hier_vec_ops *ops,
                         const float *hin, float *hout, float *out, size_t count, int segs,
-                        gcmpi_ef_slot *ef, int *shm, int *local, int *inner_rc);
+                        gcmpi_ef_slot *ef, int *shm, int *local, int *inner_rc,
+                        gcmpi_hier_kept *kept);
+/* 1 where hier's node gathers the pipeline's sums by the payloads its
+ * columns decoded (gcmpi_hier_gather_kept) rather than by floats: through
+ * the window, for the sparse codecs the columns all-gather (topk, dgc,
+ * topkq), with payloads (by their bound) within a part of the window and
+ * at most a quarter of the floats they stand for (gcmpi_hier_kept_fits);
+ * decided from what every rank of the node shares. kept->buf: the room
+ * for this rank's column's payloads of every segment (gcmpi_hier_pipeline
+ * keeps them there as it decodes them), NULL where it keeps none (device
+ * vectors, no memory). */
+int gcmpi_hier_kept_room(gcmpi_coll_ctx *ctx, const gcmpi_nodes *n,
+                         const gcmpi_hier_vec_ops *ops, size_t count, int segs, int shm,
+                         gcmpi_hier_kept *kept);
+/* The node's gather of the pipeline's sums by what it kept: every rank
+ * publishes its column's payloads in the window and decodes every other
+ * rank's into hout as that rank did, bit for bit, where every rank of
+ * the node kept them (*gathered 1); else nothing is decoded (*gathered 0)
+ * and the caller gathers the floats. *worst: the node's largest
+ * inner_rc. Collective over the node. */
+int gcmpi_hier_gather_kept(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, const gcmpi_hier_kept *kept,
+                           float *hout, size_t count, int segs, int inner_rc, int *worst,
+                           int *gathered);
+/* Tests and benchmarks: -1 (the default) shares payloads where
+ * gcmpi_hier_kept_room's rule says, 0 never, 1 wherever they fit a part
+ * of the window, whatever their size. The same on every rank. */
+void gcmpi_hier_set_kept_mode(int mode);
+/* Tests: whether this thread's last pipelined hier call gathered its
+ * node by payloads (1) or by floats (0). */
+int gcmpi_hier_last_gathered_kept(void);
 /* Segments of a chunk for count floats on nodes of q ranks under cfg (1:
  * none; a segment's message must fit an int count): from what every rank
  * shares, so all take the same way. */

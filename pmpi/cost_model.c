@@ -122,6 +122,22 @@ static double sparse_rd_cost(const gcmpi_cost_env *e, double bytes)
     return t + DENSE_ADD_S_PER_BYTE * bytes; /* the final scatter into the output */
 }
 
+/* The pipelined node's gather of the sums: the window's allgather of
+ * floats (floats, its share of the node's measured allreduce), or where
+ * the columns' payloads are kept and small enough the other chunks
+ * decoded from them: each segment of each zeroed (a pass like the scan)
+ * and every member's payload added. */
+static double gather_cost(const gcmpi_cost_env *e, double bytes, int segs, double floats)
+{
+    const int q = e->node_size;
+    if (e->kept_bound_ratio <= 0 || q < 2) return floats;
+    const double chunk = bytes / q, seg = chunk / segs;
+    const size_t cap = gcmpi_hier_kept_cap(segs, (size_t)e->n_nodes,
+                                           (size_t)(e->kept_bound_ratio * seg));
+    if (!gcmpi_hier_kept_fits(cap, (size_t)chunk, e->kept_part_bytes)) return floats;
+    return (q - 1) * (segs * (gcmpi_lin_at(e->scan, seg) + e->n_nodes * dec(e, seg)));
+}
+
 /* hier's reduce-scatter style: the window's two phases, the inner
  * algorithm's compute on a chunk and its communication of the whole
  * vector's payload; pipelined, the reduce-scatter and the compute of one
@@ -139,7 +155,8 @@ static double hier_scatter_cost(const gcmpi_cost_env *e, gcmpi_algo inner, doubl
     if (segs < 2) return node + compute + comm;
     const double scatter = gcmpi_window_scatter_share(e->node_size) * node;
     const double a = scatter + compute, b = comm;
-    return (node - scatter) + (a > b ? a : b) + (a > b ? b : a) / segs;
+    return gather_cost(e, bytes, segs, node - scatter) + (a > b ? a : b) +
+           (a > b ? b : a) / segs;
 }
 
 double gcmpi_cost_predict(const gcmpi_cost_env *e, gcmpi_algo algo, gcmpi_algo inner, double bytes)

@@ -98,6 +98,11 @@ typedef struct gcmpi_cost_env {
                                   bytes; 0: the codec has no native path       */
     double density;            /* sparse codecs: kept fraction of elements
                                   (sparse_rd's union grows from it); 0: dense  */
+    double kept_bound_ratio;   /* sparse codecs through the node's window: a
+                                  segment payload's bound / its floats' bytes,
+                                  for hier's node gather by payloads
+                                  (gcmpi_hier_kept_fits); 0: floats gathered */
+    size_t kept_part_bytes;    /* bytes a part of the node's window holds     */
 } gcmpi_cost_env;
 
 /* Segments hier's pipeline cuts a rank's chunk into for count floats on
@@ -120,6 +125,23 @@ static inline int gcmpi_hier_segment_count(size_t count, int q, size_t segment_f
  * chunk's copy in (N/q) and the others' copied out (read and write
  * (q-1)N/q): (3 + 1/q) / 5. gcmpi-node-bench measured 53-57 ms against
  * 23 on 2 x 4 ranks at 64 MiB (0.70; this gives 0.65). */
+/* hier's node gather by payloads (pmpi/coll_hier_pipe.c): the room for
+ * a rank's column payloads of every segment (each segment: the members'
+ * sizes, then each payload, at 16-byte boundaries), and whether that
+ * room is worth it and fits: at most a quarter of the chunk's floats (a
+ * smaller share decodes in less time than the floats copy) and within a
+ * part of the node's window. */
+static inline size_t gcmpi_hier_kept_cap(int segs, size_t members, size_t segment_bound)
+{
+    const size_t head = (members * 8 + 15) & ~(size_t)15;
+    return (size_t)segs * (head + members * ((segment_bound + 15) & ~(size_t)15));
+}
+
+static inline int gcmpi_hier_kept_fits(size_t cap, size_t chunk_bytes, size_t part_bytes)
+{
+    return cap <= part_bytes && cap <= chunk_bytes / 4;
+}
+
 static inline double gcmpi_window_scatter_share(int q)
 {
     return q > 0 ? (3.0 + 1.0 / q) / 5.0 : 1.0;

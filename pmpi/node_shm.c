@@ -30,9 +30,11 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-/* Each rank's part: a header (its rc in the allgather) on its own cache
- * line, then the floats. */
+/* Each rank's part: a header on its own cache line (its rc in the
+ * allgather; its rc and the bytes it shares in gcmpi_node_shm_share), then
+ * the floats or the shared bytes. */
 #define HEADER_BYTES 64
+#define SHARED_BYTES_AT 8 /* where the header holds the shared bytes' count */
 
 /* Where the node's shared memory lives: Open MPI's osc/sm puts a
  * window's backing file in /dev/shm, as MPICH does its segments. */
@@ -439,4 +441,40 @@ int gcmpi_node_shm_allgather(gcmpi_node_shm **shm, MPI_Comm node, float *out, co
         from += step;
     } while (rc == MPI_SUCCESS && from < longest);
     return rc;
+}
+
+int gcmpi_node_shm_share(gcmpi_node_shm **shm, MPI_Comm node, const void *bytes, int64_t len,
+                         int my_rc, const unsigned char **from, int64_t *lens, int *worst)
+{
+    int q, me;
+    PMPI_Comm_size(node, &q);
+    PMPI_Comm_rank(node, &me);
+    *worst = my_rc;
+    int rc = window_of(shm, node, 1, 1);
+    if (rc != MPI_SUCCESS) return rc;
+    const gcmpi_node_shm *s = *shm;
+    /* What does not fit this rank's part is not shared: its readers see -1. */
+    if (len < 0 || (uint64_t)len > (uint64_t)s->cap * sizeof(float)) len = -1;
+    memcpy(s->part[me], &my_rc, sizeof my_rc);
+    memcpy(s->part[me] + SHARED_BYTES_AT, &len, sizeof len);
+    if (len > 0) memcpy(s->part[me] + HEADER_BYTES, bytes, (size_t)len);
+    rc = fence(s, node);
+    for (int j = 0; rc == MPI_SUCCESS && j < q; j++) {
+        int theirs;
+        memcpy(&theirs, s->part[j], sizeof theirs);
+        if (theirs > *worst) *worst = theirs;
+        memcpy(&lens[j], s->part[j] + SHARED_BYTES_AT, sizeof lens[j]);
+        from[j] = s->part[j] + HEADER_BYTES;
+    }
+    return rc;
+}
+
+int gcmpi_node_shm_release(const gcmpi_node_shm *shm, MPI_Comm node)
+{
+    return fence(shm, node);
+}
+
+size_t gcmpi_node_shm_part_bytes(const gcmpi_node_shm *shm)
+{
+    return (shm ? shm->cap : max_floats) * sizeof(float);
 }

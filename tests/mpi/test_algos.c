@@ -844,6 +844,78 @@ static void test_hier_lossy_codecs_agree_and_stay_close(harness *h)
     free(in), free(out), free(x), free(sum);
 }
 
+/* hier's node gathers the pipeline's sums by the payloads its columns
+ * decoded (each rank decodes the other ranks' chunks) where those are
+ * small: byte for byte what gathering the floats gives, call after call
+ * and residuals included, in place or not. By its rule it is taken for
+ * sparse codecs at 1 % and not for topk at 25 % nor for int8; forced, for
+ * those too. */
+static void test_hier_gather_by_payloads_equals_by_floats(harness *h)
+{
+    static const struct { const char *codec; double ratio; int by_rule; } cases[] = {
+        {"topk", 0.01, 1}, {"dgc", 0.01, 1}, {"topkq", 0.01, 1}, {"topk", 0.25, 0}, {"int8", 0.01, 0},
+    };
+    const int p = h->ctx.size;
+    const size_t n = 40000;
+    float *in = malloc(n * sizeof(float)), *by_floats = malloc(n * sizeof(float));
+    float *by_payloads = malloc(n * sizeof(float));
+    use_node_size(h, p > 2 ? 2 : 1);
+    /* A window of 1 Mi floats a part first (a window only grows), so that
+     * the forced cases' payloads fit it. */
+    const size_t big = (size_t)1 << 20;
+    float *wide = calloc(big, sizeof(float));
+    use_codec(h, "none");
+    h->cfg.hier_segment = 0;
+    CHECK(allreduce(h, GCMPI_ALGO_HIER, wide, wide, big, NULL) == MPI_SUCCESS, "the wide call");
+    free(wide);
+    h->cfg.hier_segment = 12000; /* chunks of 10000 or 20000 floats: 4 to 7 segments */
+    for (int forced = 0; forced < 2; forced++)
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        use_codec(h, cases[c].codec);
+        h->cfg.params.ratio = cases[c].ratio;
+        ef_buf a, b;
+        ef_alloc(&a, h, GCMPI_ALGO_HIER, n);
+        ef_alloc(&b, h, GCMPI_ALGO_HIER, n);
+        for (int call = 0; call < 3; call++) {
+            fill_laplace(in, n, h->ctx.rank + 17 * call);
+            const uint64_t seed = h->ctx.call_seed;
+            gcmpi_hier_set_kept_mode(0);
+            int rc = allreduce(h, GCMPI_ALGO_HIER, in, by_floats, n, &a.slot);
+            CHECK(rc == MPI_SUCCESS && !gcmpi_hier_last_gathered_kept(),
+                  "%s %g floats: rc %d, gathered by payloads %d", cases[c].codec,
+                  cases[c].ratio, rc, gcmpi_hier_last_gathered_kept());
+            h->ctx.call_seed = seed;
+            gcmpi_hier_set_kept_mode(forced ? 1 : -1);
+            const int in_place = call == 1;
+            if (in_place) memcpy(by_payloads, in, n * sizeof(float));
+            rc = allreduce(h, GCMPI_ALGO_HIER, in_place ? by_payloads : in, by_payloads, n,
+                           &b.slot);
+            const int piped = gcmpi_hier_last_segments() > 1;
+            const int want = piped && (forced || cases[c].by_rule);
+            CHECK(rc == MPI_SUCCESS && gcmpi_hier_last_gathered_kept() == want,
+                  "%s %g%s call %d: rc %d, gathered by payloads %d, want %d", cases[c].codec,
+                  cases[c].ratio, forced ? " forced" : "", call, rc,
+                  gcmpi_hier_last_gathered_kept(), want);
+            CHECK(memcmp(by_floats, by_payloads, n * sizeof(float)) == 0,
+                  "%s %g%s call %d: the sums differ from the floats' gather", cases[c].codec,
+                  cases[c].ratio, forced ? " forced" : "", call);
+            CHECK(memcmp(a.slot.residual, b.slot.residual, n * sizeof(float)) == 0,
+                  "%s %g%s call %d: the residuals differ", cases[c].codec, cases[c].ratio,
+                  forced ? " forced" : "", call);
+            CHECK(same_on_all_ranks(h, by_payloads, n), "%s %g call %d: ranks differ",
+                  cases[c].codec, cases[c].ratio, call);
+        }
+        if (p == 4)
+            CHECK(gcmpi_hier_last_segments() > 1, "%s: not pipelined", cases[c].codec);
+        ef_free(&a);
+        ef_free(&b);
+    }
+    gcmpi_hier_set_kept_mode(-1);
+    h->cfg.hier_segment = 1 << 20;
+    use_node_size(h, 0);
+    free(in), free(by_floats), free(by_payloads);
+}
+
 /* Error feedback through hier: each leader keeps the residual of its
  * node's sum, so the running mean converges even when nodes differ in
  * size (3 ranks in nodes of 2 and 1). */
@@ -2636,6 +2708,7 @@ int main(int argc, char **argv)
         T(test_node_window_spreads_chunks_and_the_worst_code),
         T(test_hier_on_one_node_is_exact_in_rank_order),
         T(test_hier_lossy_codecs_agree_and_stay_close),
+        T(test_hier_gather_by_payloads_equals_by_floats),
         T(test_hier_error_feedback_converges_with_uneven_nodes),
         T(test_sparse_rd_equals_the_sum_of_decoded_sets),
         T(test_sparse_rd_gives_identical_bytes_on_every_rank),
