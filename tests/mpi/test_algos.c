@@ -856,7 +856,7 @@ static void test_hier_gather_by_payloads_equals_by_floats(harness *h)
         {"topk", 0.01, 1}, {"dgc", 0.01, 1}, {"topkq", 0.01, 1}, {"topk", 0.25, 0}, {"int8", 0.01, 0},
     };
     const int p = h->ctx.size;
-    const size_t n = 40000;
+    const size_t n = 40003; /* chunks and segments of two lengths */
     float *in = malloc(n * sizeof(float)), *by_floats = malloc(n * sizeof(float));
     float *by_payloads = malloc(n * sizeof(float));
     use_node_size(h, p > 2 ? 2 : 1);
@@ -868,7 +868,7 @@ static void test_hier_gather_by_payloads_equals_by_floats(harness *h)
     h->cfg.hier_segment = 0;
     CHECK(allreduce(h, GCMPI_ALGO_HIER, wide, wide, big, NULL) == MPI_SUCCESS, "the wide call");
     free(wide);
-    h->cfg.hier_segment = 12000; /* chunks of 10000 or 20000 floats: 4 to 7 segments */
+    h->cfg.hier_segment = 12000; /* chunks of about 10000 or 20000 floats: 4 to 7 segments */
     for (int forced = 0; forced < 2; forced++)
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         use_codec(h, cases[c].codec);
@@ -1885,22 +1885,45 @@ static void test_a_failed_encode_on_one_rank_fails_the_call_everywhere(harness *
     /* hier's pipeline (nodes of 2, segments of 100): node 0's sums are
      * negative, so its failing encodes reach every column through the
      * messages' headers, and each column's failure its node. */
-    if (h->ctx.size == 4) {
-        for (size_t i = 0; i < n; i++) in[i] = h->ctx.rank == 0 ? -3.0f : 1.0f;
+    /* The same with the node gathering the payloads its columns kept
+     * (forced; a window made wide enough first): the failed columns' ranks
+     * kept none, so their nodes gather floats. */
+    for (int kept = 0; kept < 2 && h->ctx.size == 4; kept++) {
         use_node_size(h, 2);
+        gcmpi_hier_set_kept_mode(kept ? 1 : -1);
+        if (kept) {
+            const size_t big = (size_t)1 << 20;
+            float *wide = calloc(big, sizeof(float));
+            use_codec(h, "none");
+            h->cfg.hier_segment = 0;
+            CHECK(allreduce(h, GCMPI_ALGO_HIER, wide, wide, big, NULL) == MPI_SUCCESS,
+                  "the wide call");
+            free(wide);
+        }
+        for (size_t i = 0; i < n; i++) in[i] = h->ctx.rank == 0 ? -3.0f : 1.0f;
         h->cfg.hier_segment = 400;
         use_codec(h, "none");
         h->cfg.codec = &failing;
         int rc = allreduce(h, GCMPI_ALGO_HIER, in, out, n, NULL);
-        CHECK(rc == MPI_ERR_ARG && gcmpi_hier_last_segments() == 5,
-              "hier pipelined: rc %d after %d segments, want MPI_ERR_ARG after 5", rc,
-              gcmpi_hier_last_segments());
+        CHECK(rc == MPI_ERR_ARG && gcmpi_hier_last_segments() == 5 &&
+                  !gcmpi_hier_last_gathered_kept(),
+              "hier pipelined%s: rc %d after %d segments, gathered by payloads %d, want "
+              "MPI_ERR_ARG after 5, by floats", kept ? " (kept)" : "", rc,
+              gcmpi_hier_last_segments(), gcmpi_hier_last_gathered_kept());
         use_codec(h, "none");
+        /* With a checksum codec none goes by the allgather between the
+         * nodes, pipelined. */
+        h->cfg.params.flags = GC_PF_CRC;
         for (size_t i = 0; i < n; i++) in[i] = 1.0f;
         rc = allreduce(h, GCMPI_ALGO_HIER, in, out, n, NULL);
-        CHECK(rc == MPI_SUCCESS && out[0] == 4.0f && out[n - 1] == 4.0f,
-              "hier pipelined: the call after a failure gives rc %d, out[0] %g", rc, out[0]);
+        h->cfg.params.flags = 0;
+        CHECK(rc == MPI_SUCCESS && out[0] == 4.0f && out[n - 1] == 4.0f &&
+                  gcmpi_hier_last_gathered_kept() == kept,
+              "hier pipelined%s: the call after a failure gives rc %d, out[0] %g, gathered "
+              "by payloads %d", kept ? " (kept)" : "", rc, out[0],
+              gcmpi_hier_last_gathered_kept());
         h->cfg.hier_segment = 1 << 20;
+        gcmpi_hier_set_kept_mode(-1);
         use_node_size(h, 0);
     }
     free(in), free(out);
