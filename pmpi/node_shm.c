@@ -404,14 +404,23 @@ int gcmpi_node_shm_reduce_scatter(gcmpi_node_shm **shm, MPI_Comm node, const flo
     return rc;
 }
 
+/* The start of a gather through the window: the node's size and this
+ * rank's place, *worst at my_rc, and a window of whatever size it has
+ * (made at the least where there is none). */
+static int gather_start(gcmpi_node_shm **shm, MPI_Comm node, int my_rc, int *worst, int *q,
+                        int *me)
+{
+    PMPI_Comm_size(node, q);
+    PMPI_Comm_rank(node, me);
+    *worst = my_rc;
+    return window_of(shm, node, 1, 1);
+}
+
 int gcmpi_node_shm_allgather(gcmpi_node_shm **shm, MPI_Comm node, float *out, const int *counts,
                              const int *displs, int my_rc, int *worst)
 {
     int q, me;
-    PMPI_Comm_size(node, &q);
-    PMPI_Comm_rank(node, &me);
-    *worst = my_rc;
-    int rc = window_of(shm, node, 1, 1);
+    int rc = gather_start(shm, node, my_rc, worst, &q, &me);
     if (rc != MPI_SUCCESS) return rc;
     const gcmpi_node_shm *s = *shm;
     const size_t longest = largest(counts, q), step = s->cap < max_floats ? s->cap : max_floats;
@@ -447,10 +456,7 @@ int gcmpi_node_shm_share(gcmpi_node_shm **shm, MPI_Comm node, const void *bytes,
                          int my_rc, const unsigned char **from, int64_t *lens, int *worst)
 {
     int q, me;
-    PMPI_Comm_size(node, &q);
-    PMPI_Comm_rank(node, &me);
-    *worst = my_rc;
-    int rc = window_of(shm, node, 1, 1);
+    int rc = gather_start(shm, node, my_rc, worst, &q, &me);
     if (rc != MPI_SUCCESS) return rc;
     const gcmpi_node_shm *s = *shm;
     /* What does not fit this rank's part is not shared: its readers see -1. */
