@@ -207,7 +207,7 @@ int main(int argc, char **argv)
                         /* hier's node gather by payloads: a sparse payload's
                          * bound taken as its size */
                         .kept_bound_ratio = o.density > 0 ? o.payload_ratio : 0.0,
-                        .kept_part_bytes = (size_t)4 << 20, /* GCMPI_NODE_SHM_MAX_FLOATS */
+                        .kept_part_bytes = (size_t)64 << 20, /* GCMPI_NODE_SHM_SHARE_MAX_BYTES */
                     };
                     /* hier runs the library's fixed rule between nodes
                      * (pmpi/coll_choose.c): sparse codecs allgather up to 8

@@ -769,8 +769,8 @@ static void model_from(gcmpi_coll_ctx *ctx, const gcmpi_nodes *nodes, const doub
     /* hier's node gather by payloads (coll_hier_pipe.c), from the
      * configuration alone so that every rank's model is the same: a
      * sparse codec's bound per float byte, and the most a window's part
-     * holds. */
-    e->kept_part_bytes = gcmpi_node_shm_part_bytes(NULL);
+     * is grown to for it. */
+    e->kept_part_bytes = GCMPI_NODE_SHM_SHARE_MAX_BYTES;
     e->kept_bound_ratio = 0.0;
     if (e->density > 0 && cfg->node_shm) {
         const size_t floats = (size_t)1 << 18;

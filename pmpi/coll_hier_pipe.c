@@ -338,13 +338,14 @@ int gcmpi_hier_kept_room(gcmpi_coll_ctx *ctx, const gcmpi_nodes *n,
     const size_t bound = gc_bound(cfg->codec, gcmpi_chunk_len(chunk, segs, 0), &cfg->params);
     if (gc_is_error(bound)) return 0;
     const size_t cap = gcmpi_hier_kept_cap(segs, (size_t)n->n_nodes, bound);
-    const size_t part = gcmpi_node_shm_part_bytes(n->shm);
-    if (kept_mode < 0 ? !gcmpi_hier_kept_fits(cap, chunk * sizeof(float), part) : cap > part)
+    const size_t most = GCMPI_NODE_SHM_SHARE_MAX_BYTES;
+    if (kept_mode < 0 ? !gcmpi_hier_kept_fits(cap, chunk * sizeof(float), most) : cap > most)
         return 0;
+    /* The room the node's window is grown to: the same on every rank. */
+    kept->cap = cap;
     /* Device vectors are decoded by the kernels: this rank keeps nothing,
      * and its node gathers floats. */
     if (!ops->stage) kept->buf = gcmpi_scratch_get(ctx->scratch, GCMPI_SCR_AUX, cap);
-    kept->cap = kept->buf ? cap : 0;
     return 1;
 }
 
@@ -397,10 +398,10 @@ int gcmpi_hier_gather_kept(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, const gcmpi_hier
     /* Only a rank whose column succeeded has payloads worth decoding. */
     const int64_t len = kept && kept->buf && inner_rc == MPI_SUCCESS ? (int64_t)kept->len : -1;
     double t0 = PMPI_Wtime();
-    int rc = gcmpi_node_shm_share(&n->shm, n->node, len >= 0 ? kept->buf : NULL, len, inner_rc,
-                                  from, lens, worst);
+    int rc = gcmpi_node_shm_share(&n->shm, n->node, kept ? kept->cap : 0,
+                                  len >= 0 ? kept->buf : NULL, len, inner_rc, from, lens, worst);
     ctx->stats->comm_s += PMPI_Wtime() - t0;
-    if (rc != MPI_SUCCESS) return rc;
+    if (rc != MPI_SUCCESS) return rc; /* GCMPI_NODE_SHM_NO_ROOM included */
     int all = 1;
     for (int j = 0; j < q; j++) all &= lens[j] >= 0;
     int decoded = 1;

@@ -78,8 +78,9 @@ int gcmpi_native_q_usable(const float *q, size_t n);
  * kernels). */
 struct gcmpi_gathered;
 /* The payloads of this rank's column, segment by segment, kept by hier's
- * pipeline for the node's gather: len of cap bytes at buf (NULL: not
- * kept, or they outgrew cap). */
+ * pipeline for the node's gather: len bytes at buf (NULL: not kept, or
+ * they outgrew cap); cap, the room agreed by the node (its window's
+ * parts are grown to it). */
 typedef struct gcmpi_hier_kept {
     uint8_t *buf;
     size_t cap, len;
@@ -147,7 +148,9 @@ int gcmpi_hier_kept_room(gcmpi_coll_ctx *ctx, const gcmpi_nodes *n,
  * rank's into hout as that rank did, bit for bit, where every rank of
  * the node kept them (*gathered 1); else nothing is decoded (*gathered 0)
  * and the caller gathers the floats. *worst: the node's largest
- * inner_rc. Collective over the node. */
+ * inner_rc. Collective over the node. GCMPI_NODE_SHM_NO_ROOM (on every
+ * rank of the node) where growing the window left none: the node gathers
+ * through MPI. */
 int gcmpi_hier_gather_kept(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, const gcmpi_hier_kept *kept,
                            float *hout, size_t count, int segs, int inner_rc, int *worst,
                            int *gathered);

@@ -452,11 +452,17 @@ int gcmpi_node_shm_allgather(gcmpi_node_shm **shm, MPI_Comm node, float *out, co
     return rc;
 }
 
-int gcmpi_node_shm_share(gcmpi_node_shm **shm, MPI_Comm node, const void *bytes, int64_t len,
-                         int my_rc, const unsigned char **from, int64_t *lens, int *worst)
+int gcmpi_node_shm_share(gcmpi_node_shm **shm, MPI_Comm node, size_t room, const void *bytes,
+                         int64_t len, int my_rc, const unsigned char **from, int64_t *lens,
+                         int *worst)
 {
     int q, me;
-    int rc = gather_start(shm, node, my_rc, worst, &q, &me);
+    *worst = my_rc;
+    if (room > GCMPI_NODE_SHM_SHARE_MAX_BYTES) room = GCMPI_NODE_SHM_SHARE_MAX_BYTES;
+    /* Grown where it holds less (a window remembers what it was asked, so
+     * a node short of room does not try again each call). */
+    int rc = window_of(shm, node, (room + sizeof(float) - 1) / sizeof(float), 1);
+    if (rc == MPI_SUCCESS) rc = gather_start(shm, node, my_rc, worst, &q, &me);
     if (rc != MPI_SUCCESS) return rc;
     const gcmpi_node_shm *s = *shm;
     /* What does not fit this rank's part is not shared: its readers see -1. */
@@ -478,9 +484,4 @@ int gcmpi_node_shm_share(gcmpi_node_shm **shm, MPI_Comm node, const void *bytes,
 int gcmpi_node_shm_release(const gcmpi_node_shm *shm, MPI_Comm node)
 {
     return fence(shm, node);
-}
-
-size_t gcmpi_node_shm_part_bytes(const gcmpi_node_shm *shm)
-{
-    return (shm ? shm->cap : max_floats) * sizeof(float);
 }

@@ -59,23 +59,30 @@ int gcmpi_node_shm_reduce_scatter(gcmpi_node_shm **shm, MPI_Comm node, const flo
 int gcmpi_node_shm_allgather(gcmpi_node_shm **shm, MPI_Comm node, float *out, const int *counts,
                              const int *displs, int my_rc, int *worst);
 
+/* The most bytes a part of the window is grown to for
+ * gcmpi_node_shm_share (the reduce-scatter's rounds use at most
+ * GCMPI_NODE_SHM_MAX_FLOATS of it). */
+#define GCMPI_NODE_SHM_SHARE_MAX_BYTES ((size_t)64 << 20)
+
 /* Every rank of the node publishes len bytes at `bytes` (len < 0, or more
  * than a part of the window holds: nothing) beside my_rc; on return
  * from[i] and lens[i] (q entries each) are local rank i's bytes and their
  * count (-1: none), readable in place until gcmpi_node_shm_release, and
- * *worst the largest my_rc of the node. For what is smaller than the
- * floats it stands for (hier's sparse payloads, decoded by every rank
- * instead of their sums copied). Collective over node; the window must
- * not be in use by a reduce-scatter or allgather meanwhile. */
-int gcmpi_node_shm_share(gcmpi_node_shm **shm, MPI_Comm node, const void *bytes, int64_t len,
-                         int my_rc, const unsigned char **from, int64_t *lens, int *worst);
+ * *worst the largest my_rc of the node. The window's parts are grown to
+ * room bytes first where they hold less (the same room on every rank of
+ * the node, at most GCMPI_NODE_SHM_SHARE_MAX_BYTES; less where the node's
+ * shared memory has less). For what is smaller than the floats it stands
+ * for (hier's sparse payloads, decoded by every rank instead of their
+ * sums copied). Collective over node; the window must not be in use by a
+ * reduce-scatter or allgather meanwhile. GCMPI_NODE_SHM_NO_ROOM on every
+ * rank of the node where growing it left no window at all. */
+int gcmpi_node_shm_share(gcmpi_node_shm **shm, MPI_Comm node, size_t room, const void *bytes,
+                         int64_t len, int my_rc, const unsigned char **from, int64_t *lens,
+                         int *worst);
 /* Ends what gcmpi_node_shm_share published: once every rank of the node
  * is here, the window may be written again. Collective over node. */
 int gcmpi_node_shm_release(const gcmpi_node_shm *shm, MPI_Comm node);
 
-/* Bytes a part of the window holds (gcmpi_node_shm_share's most), or
- * where none is made yet the most a reduce-scatter's rounds make it. */
-size_t gcmpi_node_shm_part_bytes(const gcmpi_node_shm *shm);
 
 /* Sets the most floats of a part (tests: a small part forces rounds);
  * GCMPI_NODE_SHM_MAX_FLOATS until then. The same on every rank. */

@@ -860,14 +860,8 @@ static void test_hier_gather_by_payloads_equals_by_floats(harness *h)
     float *in = malloc(n * sizeof(float)), *by_floats = malloc(n * sizeof(float));
     float *by_payloads = malloc(n * sizeof(float));
     use_node_size(h, p > 2 ? 2 : 1);
-    /* A window of 1 Mi floats a part first (a window only grows), so that
-     * the forced cases' payloads fit it. */
-    const size_t big = (size_t)1 << 20;
-    float *wide = calloc(big, sizeof(float));
-    use_codec(h, "none");
-    h->cfg.hier_segment = 0;
-    CHECK(allreduce(h, GCMPI_ALGO_HIER, wide, wide, big, NULL) == MPI_SUCCESS, "the wide call");
-    free(wide);
+    /* The window's parts are grown for the payloads (the forced cases'
+     * outgrow what the sums' rounds made). */
     h->cfg.hier_segment = 12000; /* chunks of about 10000 or 20000 floats: 4 to 7 segments */
     for (int forced = 0; forced < 2; forced++)
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -910,6 +904,42 @@ static void test_hier_gather_by_payloads_equals_by_floats(harness *h)
         ef_free(&a);
         ef_free(&b);
     }
+    /* Where the node's shared memory has no room to grow the window for
+     * the payloads: a window too small for them (the floats are gathered
+     * through it), or, the window made for the sums first and then no
+     * room at all, none (through MPI from then on); the sums stay those
+     * of the floats' gather. */
+    use_codec(h, "topk");
+    h->cfg.params.ratio = 0.25; /* about 80 KB of payloads a rank */
+    /* parts of 28 KiB: room for the sums' rounds (22 KiB), not for the
+     * payloads */
+    const size_t small = ((size_t)256 << 10) + (size_t)(p > 2 ? 2 : 1) * (64 + 4096 + (28 << 10));
+    const size_t rooms[] = {small, 0};
+    for (size_t r = 0; r < 2; r++) {
+        ef_buf a, b;
+        ef_alloc(&a, h, GCMPI_ALGO_HIER, n);
+        ef_alloc(&b, h, GCMPI_ALGO_HIER, n);
+        fill_laplace(in, n, h->ctx.rank);
+        use_node_size(h, p > 2 ? 2 : 1); /* a new window */
+        gcmpi_node_shm_set_room(rooms[r] ? rooms[r] : SIZE_MAX);
+        const uint64_t seed = h->ctx.call_seed;
+        gcmpi_hier_set_kept_mode(0);
+        int rc = allreduce(h, GCMPI_ALGO_HIER, in, by_floats, n, &a.slot);
+        CHECK(rc == MPI_SUCCESS, "room %zu, floats: rc %d", rooms[r], rc);
+        gcmpi_node_shm_set_room(rooms[r]);
+        h->ctx.call_seed = seed;
+        gcmpi_hier_set_kept_mode(1);
+        rc = allreduce(h, GCMPI_ALGO_HIER, in, by_payloads, n, &b.slot);
+        CHECK(rc == MPI_SUCCESS && !gcmpi_hier_last_gathered_kept(),
+              "room %zu: rc %d, gathered by payloads %d", rooms[r], rc,
+              gcmpi_hier_last_gathered_kept());
+        CHECK(memcmp(by_floats, by_payloads, n * sizeof(float)) == 0,
+              "room %zu: the sums differ from the floats' gather", rooms[r]);
+        CHECK(same_on_all_ranks(h, by_payloads, n), "room %zu: ranks differ", rooms[r]);
+        ef_free(&a);
+        ef_free(&b);
+    }
+    gcmpi_node_shm_set_room(SIZE_MAX);
     gcmpi_hier_set_kept_mode(-1);
     h->cfg.hier_segment = 1 << 20;
     use_node_size(h, 0);
@@ -1886,20 +1916,11 @@ static void test_a_failed_encode_on_one_rank_fails_the_call_everywhere(harness *
      * negative, so its failing encodes reach every column through the
      * messages' headers, and each column's failure its node. */
     /* The same with the node gathering the payloads its columns kept
-     * (forced; a window made wide enough first): the failed columns' ranks
-     * kept none, so their nodes gather floats. */
+     * (forced): the failed columns' ranks kept none, so their nodes gather
+     * floats. */
     for (int kept = 0; kept < 2 && h->ctx.size == 4; kept++) {
         use_node_size(h, 2);
         gcmpi_hier_set_kept_mode(kept ? 1 : -1);
-        if (kept) {
-            const size_t big = (size_t)1 << 20;
-            float *wide = calloc(big, sizeof(float));
-            use_codec(h, "none");
-            h->cfg.hier_segment = 0;
-            CHECK(allreduce(h, GCMPI_ALGO_HIER, wide, wide, big, NULL) == MPI_SUCCESS,
-                  "the wide call");
-            free(wide);
-        }
         for (size_t i = 0; i < n; i++) in[i] = h->ctx.rank == 0 ? -3.0f : 1.0f;
         h->cfg.hier_segment = 400;
         use_codec(h, "none");
