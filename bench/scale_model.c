@@ -6,7 +6,8 @@
  *   gcmpi-scale-model [--gbits 1,10,100] [--bytes 100M,1G] [--q 1,2,4,8]
  *       [--p-max 1024] [--alpha-inter S] [--alpha-intra S] [--gbytes-intra G]
  *       [--encode-gbs G] [--decode-gbs G] [--sets-gbs G] [--payload-ratio R]
- *       [--density D] [--native-ratio R] [--segment B] [--column-share S]
+ *       [--density D] [--bound-ratio R] [--native-ratio R] [--segment B]
+ *       [--column-share S]
  *       [--figures FILE]
  *
  * The primitives are the alpha-beta forms of cost_model.h: between nodes
@@ -18,8 +19,10 @@
  *
  * Codec figures: encode and decode rates (GB/s of input), sparse_rd's own
  * passes over the vector (GB/s of input; 0: counted as passes at 5 GB/s),
- * payload bytes per input byte, kept fraction (sparse codecs; 0 for dense ones) and the
- * native path's bytes per input byte (0: none). hier as the library runs
+ * payload bytes per input byte, kept fraction (sparse codecs; 0 for dense ones), the
+ * payload's bound per input byte (gc_bound: whether hier's node gathers the
+ * payloads, cost_model.h's gcmpi_hier_kept_fits) and the native path's bytes
+ * per input byte (0: none). hier as the library runs
  * it: pipelined in segments of --segment bytes (GCMPI_HIER_SEGMENT's
  * default, 1 MiB; 0: unpipelined), its q columns moving bytes between
  * nodes --column-share times as slowly as the leaders' lines (auto's
@@ -48,7 +51,7 @@ typedef struct options {
     int n_q;
     int p_max;
     double alpha_inter, alpha_intra, gbytes_intra;
-    double encode_gbs, decode_gbs, sets_gbs, payload_ratio, density, native_ratio;
+    double encode_gbs, decode_gbs, sets_gbs, payload_ratio, bound_ratio, density, native_ratio;
     double segment, column_share;
 } options;
 
@@ -86,6 +89,7 @@ static int set_figure(options *o, const char *name, double v)
         {"sets-gbs", offsetof(options, sets_gbs)},
         {"payload-ratio", offsetof(options, payload_ratio)},
         {"density", offsetof(options, density)},
+        {"bound-ratio", offsetof(options, bound_ratio)},
         {"native-ratio", offsetof(options, native_ratio)},
         {"segment", offsetof(options, segment)},
         {"column-share", offsetof(options, column_share)},
@@ -123,10 +127,12 @@ static void usage(void)
     puts("usage: gcmpi-scale-model [--gbits LIST] [--bytes LIST] [--q LIST] [--p-max P]\n"
          "    [--alpha-inter S] [--alpha-intra S] [--gbytes-intra G] [--encode-gbs G]\n"
          "    [--decode-gbs G] [--sets-gbs G] [--payload-ratio R] [--density D]\n"
-         "    [--native-ratio R] [--segment B] [--column-share S] [--figures FILE]\n"
+         "    [--bound-ratio R] [--native-ratio R] [--segment B] [--column-share S]\n"
+         "    [--figures FILE]\n"
          "defaults: 1,10,100 Gbit/s; 100M,1G bytes; q 1,2,4,8; p up to 1024; 10 us between\n"
          "nodes, 1 us and 10 GB/s inside; topk 0.01 as gcmpi-codec-bench measured it\n"
-         "here: payload 0.013, density 0.01, encode 1 GB/s, decode 13 GB/s, no native path;\n"
+         "here: payload 0.013, density 0.01, bound 0.041, encode 1 GB/s, decode 13 GB/s,\n"
+         "no native path;\n"
          "sparse_rd's own passes not measured (0: four passes and the result's at 5 GB/s);\n"
          "hier pipelined in segments of 1048576 bytes (GCMPI_HIER_SEGMENT; 0: not), its\n"
          "columns moving bytes between nodes as fast as the leaders (column share 1)");
@@ -136,7 +142,7 @@ static int parse(options *o, int argc, char **argv)
 {
     *o = (options){.p_max = 1024, .alpha_inter = 10e-6, .alpha_intra = 1e-6,
                    .gbytes_intra = 10, .encode_gbs = 1, .decode_gbs = 13,
-                   .payload_ratio = 0.013, .density = 0.01, .native_ratio = 0,
+                   .payload_ratio = 0.013, .bound_ratio = 0.041, .density = 0.01, .native_ratio = 0,
                    .segment = 1 << 20, .column_share = 1};
     parse_list("1,10,100", o->gbits, &o->n_gbits, 0);
     parse_list("100M,1G", o->bytes, &o->n_bytes, 1);
@@ -204,9 +210,8 @@ int main(int argc, char **argv)
                         .payload_ratio = o.payload_ratio,
                         .native_ratio = o.native_ratio,
                         .density = o.density,
-                        /* hier's node gather by payloads: a sparse payload's
-                         * bound taken as its size */
-                        .kept_bound_ratio = o.density > 0 ? o.payload_ratio : 0.0,
+                        /* hier's node gather by payloads */
+                        .kept_bound_ratio = o.density > 0 ? o.bound_ratio : 0.0,
                         .kept_part_bytes = (size_t)64 << 20, /* GCMPI_NODE_SHM_SHARE_MAX_BYTES */
                     };
                     /* hier runs the library's fixed rule between nodes

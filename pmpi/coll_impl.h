@@ -134,8 +134,8 @@ int gcmpi_hier_pipeline(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, const gcmpi_hier_ve
 /* 1 where hier's node gathers the pipeline's sums by the payloads its
  * columns decoded (gcmpi_hier_gather_kept) rather than by floats: through
  * the window, for the sparse codecs the columns all-gather (topk, dgc,
- * topkq), with payloads (by their bound) within a part of the window and
- * at most a quarter of the floats they stand for (gcmpi_hier_kept_fits);
+ * topkq), with payloads (by their bound) at most a fifth of the floats
+ * they stand for and at most 64 MiB (gcmpi_hier_kept_fits);
  * decided from what every rank of the node shares. kept->buf: the room
  * for this rank's column's payloads of every segment (gcmpi_hier_pipeline
  * keeps them there as it decodes them), NULL where it keeps none (device
