@@ -383,16 +383,16 @@ static int hier_scatter(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, const gcmpi_hier_ve
         else if (rc != MPI_SUCCESS) return rc;
     }
     t0 = PMPI_Wtime();
-    if (last_gathered_kept) {
-        /* every chunk decoded in place: nothing to copy */
-    } else if (shm) {
-        rc = gcmpi_node_shm_allgather(&n->shm, n->node, hout, counts, displs, inner_rc, &worst);
-        st->bytes_sent += (uint64_t)len * sizeof(float);
-    } else {
-        rc = PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, hout, counts, displs, MPI_FLOAT,
-                             n->node);
-        if (rc == MPI_SUCCESS)
-            rc = PMPI_Allreduce(&inner_rc, &worst, 1, MPI_INT, MPI_MAX, n->node);
+    if (!last_gathered_kept) { /* else every chunk is decoded in place */
+        if (shm) {
+            rc = gcmpi_node_shm_allgather(&n->shm, n->node, hout, counts, displs, inner_rc,
+                                          &worst);
+        } else {
+            rc = PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, hout, counts, displs,
+                                 MPI_FLOAT, n->node);
+            if (rc == MPI_SUCCESS)
+                rc = PMPI_Allreduce(&inner_rc, &worst, 1, MPI_INT, MPI_MAX, n->node);
+        }
         st->bytes_sent += (uint64_t)len * sizeof(float);
     }
     st->comm_s += PMPI_Wtime() - t0;

@@ -72,12 +72,6 @@ typedef struct pipe {
                               for the node's gather (NULL: nowhere)      */
 } pipe;
 
-/* Kept payloads start at 16-byte boundaries, as a segment's sizes do. */
-static size_t round16(size_t bytes)
-{
-    return (bytes + 15) & ~(size_t)15;
-}
-
 /* Buffers for segments of at most `longest` floats (whose messages fit
  * an int count: gcmpi_hier_segments); MPI_ERR_NO_MEM when memory ran out
  * (this rank's alone, as in the flat allgather: coll_impl.h). */
@@ -175,21 +169,21 @@ static void keep_segment(pipe *pp, const uint8_t *slot)
     gcmpi_hier_kept *kept = pp->kept;
     if (!kept || !kept->buf) return;
     const size_t members = (size_t)pp->col.size, head = members * sizeof(int64_t);
-    size_t need = round16(head);
-    for (size_t k = 0; k < members; k++) need += round16((size_t)pp->sizes[k]);
+    size_t need = gcmpi_hier_kept_align(head);
+    for (size_t k = 0; k < members; k++) need += gcmpi_hier_kept_align((size_t)pp->sizes[k]);
     if (need > kept->cap - kept->len) {
         kept->buf = NULL;
         return;
     }
     uint8_t *at = kept->buf + kept->len;
     memcpy(at, pp->sizes, head);
-    memset(at + head, 0, round16(head) - head);
-    at += round16(head);
+    memset(at + head, 0, gcmpi_hier_kept_align(head) - head);
+    at += gcmpi_hier_kept_align(head);
     for (size_t k = 0; k < members; k++) {
         const size_t len = (size_t)pp->sizes[k];
         memcpy(at, slot + pp->off[k], len);
-        memset(at + len, 0, round16(len) - len);
-        at += round16(len);
+        memset(at + len, 0, gcmpi_hier_kept_align(len) - len);
+        at += gcmpi_hier_kept_align(len);
     }
     kept->len += need;
 }
@@ -358,16 +352,16 @@ int gcmpi_hier_kept_room(gcmpi_coll_ctx *ctx, const gcmpi_nodes *n,
 static int decode_kept(gcmpi_coll_ctx *col, const uint8_t *rec, size_t len, float *out,
                        size_t chunk, int segs, int64_t *sizes, size_t *off)
 {
-    const size_t members = (size_t)col->size, head = round16(members * sizeof(int64_t));
+    const size_t members = (size_t)col->size, head = gcmpi_hier_kept_align(members * sizeof(int64_t));
     size_t at = 0;
     for (int s = 0; s < segs; s++) {
         if (head > len - at) return 0;
         memcpy(sizes, rec + at, members * sizeof(int64_t));
         size_t p = head;
         for (size_t k = 0; k < members; k++) {
-            if (sizes[k] < 0 || round16((size_t)sizes[k]) > len - at - p) return 0;
+            if (sizes[k] < 0 || gcmpi_hier_kept_align((size_t)sizes[k]) > len - at - p) return 0;
             off[k] = p;
-            p += round16((size_t)sizes[k]);
+            p += gcmpi_hier_kept_align((size_t)sizes[k]);
         }
         const gcmpi_gathered got = {.buf = rec + at, .len = sizes, .off = off};
         const size_t r = gcmpi_coll_decode_all(col, &got, out + gcmpi_chunk_start(chunk, segs, s),

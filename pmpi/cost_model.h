@@ -18,6 +18,8 @@
 
 #include "gcmpi_config.h"
 
+#include <stdint.h>
+
 /* Bends of a line: three from five measured points, one more for
  * gcmpi_lin_floor_mean past the last. */
 #define GCMPI_LIN_KNEES 4
@@ -119,12 +121,6 @@ static inline int gcmpi_hier_segment_count(size_t count, int q, size_t segment_f
     return s > 1 ? (int)s : 1;
 }
 
-/* Of the window's two phases inside a node (node_allreduce), the share of
- * the reduce-scatter, from the bytes each moves per rank's vector of N:
- * the copy in (read and write N), the sum (read N, write N/q) against the
- * chunk's copy in (N/q) and the others' copied out (read and write
- * (q-1)N/q): (3 + 1/q) / 5. gcmpi-node-bench measured 53-57 ms against
- * 23 on 2 x 4 ranks at 64 MiB (0.70; this gives 0.65). */
 /* hier's node gather by payloads (pmpi/coll_hier_pipe.c): the room for
  * a rank's column payloads of every segment (each segment: the members'
  * sizes, then each payload, at 16-byte boundaries), and whether that
@@ -136,10 +132,15 @@ static inline int gcmpi_hier_segment_count(size_t count, int q, size_t segment_f
  * faster by payloads. The decodes grow with the nodes (every rank
  * decodes every node's payload of every other chunk) while the copy
  * does not, so past a fifth the floats are copied (8 nodes: 0.33). */
+static inline size_t gcmpi_hier_kept_align(size_t bytes)
+{
+    return (bytes + 15) & ~(size_t)15;
+}
+
 static inline size_t gcmpi_hier_kept_cap(int segs, size_t members, size_t segment_bound)
 {
-    const size_t head = (members * 8 + 15) & ~(size_t)15;
-    return (size_t)segs * (head + members * ((segment_bound + 15) & ~(size_t)15));
+    return (size_t)segs * (gcmpi_hier_kept_align(members * sizeof(int64_t)) +
+                           members * gcmpi_hier_kept_align(segment_bound));
 }
 
 static inline int gcmpi_hier_kept_fits(size_t cap, size_t chunk_bytes, size_t part_bytes)
@@ -147,6 +148,12 @@ static inline int gcmpi_hier_kept_fits(size_t cap, size_t chunk_bytes, size_t pa
     return cap <= part_bytes && cap <= chunk_bytes / 5;
 }
 
+/* Of the window's two phases inside a node (node_allreduce), the share of
+ * the reduce-scatter, from the bytes each moves per rank's vector of N:
+ * the copy in (read and write N), the sum (read N, write N/q) against the
+ * chunk's copy in (N/q) and the others' copied out (read and write
+ * (q-1)N/q): (3 + 1/q) / 5. gcmpi-node-bench measured 53-57 ms against
+ * 23 on 2 x 4 ranks at 64 MiB (0.70; this gives 0.65). */
 static inline double gcmpi_window_scatter_share(int q)
 {
     return q > 0 ? (3.0 + 1.0 / q) / 5.0 : 1.0;

@@ -405,22 +405,22 @@ int gcmpi_node_shm_reduce_scatter(gcmpi_node_shm **shm, MPI_Comm node, const flo
 }
 
 /* The start of a gather through the window: the node's size and this
- * rank's place, *worst at my_rc, and a window of whatever size it has
- * (made at the least where there is none). */
-static int gather_start(gcmpi_node_shm **shm, MPI_Comm node, int my_rc, int *worst, int *q,
-                        int *me)
+ * rank's place, *worst at my_rc, and a window whose parts hold `floats`
+ * (grown where they hold less, as far as the node's room allows). */
+static int gather_start(gcmpi_node_shm **shm, MPI_Comm node, size_t floats, int my_rc,
+                        int *worst, int *q, int *me)
 {
     PMPI_Comm_size(node, q);
     PMPI_Comm_rank(node, me);
     *worst = my_rc;
-    return window_of(shm, node, 1, 1);
+    return window_of(shm, node, floats, 1);
 }
 
 int gcmpi_node_shm_allgather(gcmpi_node_shm **shm, MPI_Comm node, float *out, const int *counts,
                              const int *displs, int my_rc, int *worst)
 {
     int q, me;
-    int rc = gather_start(shm, node, my_rc, worst, &q, &me);
+    int rc = gather_start(shm, node, 1, my_rc, worst, &q, &me);
     if (rc != MPI_SUCCESS) return rc;
     const gcmpi_node_shm *s = *shm;
     const size_t longest = largest(counts, q), step = s->cap < max_floats ? s->cap : max_floats;
@@ -457,12 +457,11 @@ int gcmpi_node_shm_share(gcmpi_node_shm **shm, MPI_Comm node, size_t room, const
                          int *worst)
 {
     int q, me;
-    *worst = my_rc;
     if (room > GCMPI_NODE_SHM_SHARE_MAX_BYTES) room = GCMPI_NODE_SHM_SHARE_MAX_BYTES;
-    /* Grown where it holds less (a window remembers what it was asked, so
-     * a node short of room does not try again each call). */
-    int rc = window_of(shm, node, (room + sizeof(float) - 1) / sizeof(float), 1);
-    if (rc == MPI_SUCCESS) rc = gather_start(shm, node, my_rc, worst, &q, &me);
+    /* A window remembers what it was asked, so a node short of room does
+     * not try to grow it again each call. */
+    int rc = gather_start(shm, node, (room + sizeof(float) - 1) / sizeof(float), my_rc, worst,
+                          &q, &me);
     if (rc != MPI_SUCCESS) return rc;
     const gcmpi_node_shm *s = *shm;
     /* What does not fit this rank's part is not shared: its readers see -1. */

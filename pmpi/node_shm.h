@@ -83,7 +83,6 @@ int gcmpi_node_shm_share(gcmpi_node_shm **shm, MPI_Comm node, size_t room, const
  * is here, the window may be written again. Collective over node. */
 int gcmpi_node_shm_release(const gcmpi_node_shm *shm, MPI_Comm node);
 
-
 /* Sets the most floats of a part (tests: a small part forces rounds);
  * GCMPI_NODE_SHM_MAX_FLOATS until then. The same on every rank. */
 void gcmpi_node_shm_set_max_floats(size_t floats);
