@@ -43,6 +43,8 @@ typedef struct gcmpi_call_stats {
     uint64_t eg_elements;
     int      nonfinite_in;    /* this rank's input held inf or NaN: sent as it
                                  is, no residual or momentum updated */
+    int      node_payloads;   /* hier: this rank's node gathered the columns'
+                                 payloads, not the summed floats */
 } gcmpi_call_stats;
 
 /* Per-buffer slot of one (buffer, count) key, from the shim's store.

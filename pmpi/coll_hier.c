@@ -379,6 +379,7 @@ static int hier_scatter(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, const gcmpi_hier_ve
     if (by_kept && shm) {
         rc = gcmpi_hier_gather_kept(ctx, n, &kept, hout, count, last_segments, inner_rc, &worst,
                                     &last_gathered_kept);
+        ctx->stats->node_payloads = last_gathered_kept;
         if (rc == GCMPI_NODE_SHM_NO_ROOM) shm = gcmpi_hier_window_gone(n);
         else if (rc != MPI_SUCCESS) return rc;
     }

@@ -461,7 +461,7 @@ static int write_json(const char *path, const gcmpi_config *cfg, const char *mpi
         gcmpi_json_string(f, r->codec);
         fprintf(f,
                 ", \"ranks\": %d,\n     \"calls_compressed\": %llu, \"calls_passed\": %llu, "
-                "\"calls_failed\": %llu, \"nonfinite_inputs\": %llu,\n     \"bytes_offered\": %llu, \"bytes_sent\": %llu, "
+                "\"calls_failed\": %llu, \"nonfinite_inputs\": %llu,\n     \"node_payload_gathers\": %llu, \"bytes_offered\": %llu, \"bytes_sent\": %llu, "
                 "\"ratio\": %.6g,\n     \"encode_s\": %.6g, \"decode_s\": %.6g, \"comm_s\": %.6g,"
                 "\n     \"ef_created\": %llu, \"ef_reused\": %llu, \"ef_evicted\": %llu, "
                 "\"ef_missed\": %llu,\n     \"verify_calls\": %llu, \"verify_rel_err_mean\": "
@@ -471,6 +471,7 @@ static int write_json(const char *path, const gcmpi_config *cfg, const char *mpi
                 (unsigned long long)collective_calls(r, s->calls_passed),
                 (unsigned long long)collective_calls(r, s->calls_failed),
                 (unsigned long long)s->calls_nonfinite,
+                (unsigned long long)s->calls_node_payloads,
                 (unsigned long long)s->bytes_offered, (unsigned long long)s->bytes_sent,
                 ratio_of(s), per_rank(r, s->encode_s), per_rank(r, s->decode_s),
                 per_rank(r, s->comm_s), (unsigned long long)s->ef.created,

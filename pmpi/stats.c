@@ -22,6 +22,7 @@ void gcmpi_stats_add_call(gcmpi_stats *s, const gcmpi_call_stats *c, int failed)
     }
     s->calls_compressed++;
     s->calls_nonfinite += c->nonfinite_in != 0;
+    s->calls_node_payloads += c->node_payloads != 0;
     s->bytes_offered += c->bytes_offered;
     s->bytes_sent += c->bytes_sent;
     s->encode_s += c->encode_s;
@@ -52,6 +53,7 @@ void gcmpi_stats_merge(gcmpi_stats *into, const gcmpi_stats *from)
     for (int k = 0; k < GCMPI_SKIP_KINDS; k++) into->passed_by[k] += from->passed_by[k];
     into->calls_failed += from->calls_failed;
     into->calls_nonfinite += from->calls_nonfinite;
+    into->calls_node_payloads += from->calls_node_payloads;
     into->bytes_offered += from->bytes_offered;
     into->bytes_sent += from->bytes_sent;
     into->encode_s += from->encode_s;

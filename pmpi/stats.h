@@ -19,6 +19,8 @@ typedef struct gcmpi_stats {
     uint64_t calls_failed;      /* compressed calls that returned an MPI error   */
     uint64_t calls_nonfinite;   /* compressed calls whose input on this rank held
                                    inf or NaN (sent without error feedback)     */
+    uint64_t calls_node_payloads; /* hier: compressed calls whose node gathered
+                                     the columns' payloads (not the floats)   */
     uint64_t bytes_offered;     /* count * sizeof(float) of compressed calls     */
     uint64_t bytes_sent;        /* what the algorithms handed to PMPI_*          */
     double encode_s, decode_s, comm_s;
