@@ -337,18 +337,28 @@ static size_t largest(const int *counts, int q)
 }
 
 /* out = sum over ranks of src[r], in rank order, a cache-sized block at a
- * time so out stays in cache while every rank's piece is added. Returns 1
- * when the sum holds no inf or NaN, checked block by block while in cache:
- * a pass of its own over the sum cost hier's column a read of its chunk. */
-static int sum_parts(float *out, const gcmpi_node_shm *s, size_t at, size_t n)
+ * time so out stays in cache while every rank's piece is added; this
+ * rank's own piece (`own`, rank `me`) is read where it lies, not from the
+ * window. Returns 1 when the sum holds no inf or NaN, checked block by
+ * block while in cache: a pass of its own over the sum cost hier's column
+ * a read of its chunk. */
+static int sum_parts(float *out, const gcmpi_node_shm *s, size_t at, size_t n, const float *own,
+                     int me)
 {
     enum { BLOCK = 2048 };
     int finite = 1;
+    float kept[BLOCK];
     for (size_t b = 0; b < n; b += BLOCK) {
         const size_t m = n - b < BLOCK ? n - b : BLOCK;
-        memcpy(out + b, floats_of(s, 0) + at + b, m * sizeof(float));
+        /* In place own is out: kept before out is written over. */
+        const float *mine = own + b;
+        if (own == out) {
+            memcpy(kept, own + b, m * sizeof(float));
+            mine = kept;
+        }
+        memcpy(out + b, me == 0 ? mine : floats_of(s, 0) + at + b, m * sizeof(float));
         for (int r = 1; r < s->q; r++) {
-            const float *src = floats_of(s, r) + at + b;
+            const float *src = r == me ? mine : floats_of(s, r) + at + b;
             for (size_t k = 0; k < m; k++) out[b + k] += src[k];
         }
         finite &= gc_all_finite(out + b, m);
@@ -386,17 +396,19 @@ int gcmpi_node_shm_reduce_scatter(gcmpi_node_shm **shm, MPI_Comm node, const flo
     if (piece > s->cap / (size_t)q) piece = s->cap / (size_t)q;
     float *mine = floats_of(s, me);
     for (size_t from = 0; from < longest && rc == MPI_SUCCESS; from += piece) {
-        /* Piece j of this round of every chunk into slot j of this rank's
-         * part (in == out: this rank's own range is copied before it is
-         * overwritten below, and later rounds read ranges after it). */
+        /* Piece j of this round of every other rank's chunk into slot j
+         * of this rank's part; its own piece only this rank sums, from
+         * `in` (in == out: sum_parts keeps each block before writing it,
+         * and later rounds read ranges after it). */
         for (int j = 0; j < q; j++) {
-            const size_t m = clamp_piece(counts[j], from, piece);
+            const size_t m = j == me ? 0 : clamp_piece(counts[j], from, piece);
             if (m) memcpy(mine + (size_t)j * piece, in + displs[j] + from, m * sizeof(float));
         }
         rc = fence(s, node);
         const size_t m = clamp_piece(counts[me], from, piece);
         if (rc == MPI_SUCCESS && m)
-            all_finite &= sum_parts(out + displs[me] + from, s, (size_t)me * piece, m);
+            all_finite &= sum_parts(out + displs[me] + from, s, (size_t)me * piece, m,
+                                    in + displs[me] + from, me);
         /* Nobody writes the next round over a part still being read. */
         if (rc == MPI_SUCCESS) rc = fence(s, node);
     }
