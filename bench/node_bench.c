@@ -138,7 +138,7 @@ int main(int argc, char **argv)
                 gcmpi_node_shm_set_streaming(streamed);
                 MPI_Barrier(MPI_COMM_WORLD);
                 double t0 = MPI_Wtime();
-                int rc = gcmpi_node_shm_reduce_scatter(&shm, node, in, out, counts, displs, NULL);
+                int rc = gcmpi_node_shm_reduce_scatter(&shm, node, in, out, counts, displs, 0, NULL);
                 const double t_rs = MPI_Wtime() - t0;
                 int worst = MPI_SUCCESS;
                 MPI_Barrier(MPI_COMM_WORLD);

@@ -265,7 +265,7 @@ static double time_node_window(gcmpi_nodes *n, uint8_t *a, uint8_t *b, size_t by
         const double t0 = PMPI_Wtime();
         int worst = MPI_SUCCESS;
         int rc = gcmpi_node_shm_reduce_scatter(&n->shm, n->node, (const float *)a, (float *)b,
-                                               n->counts, n->displs, NULL);
+                                               n->counts, n->displs, 0, NULL);
         if (rc == GCMPI_NODE_SHM_NO_ROOM) return -1.0;
         if (rc == MPI_SUCCESS)
             rc = gcmpi_node_shm_allgather(&n->shm, n->node, (float *)b, n->counts, n->displs,

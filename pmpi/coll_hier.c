@@ -329,7 +329,7 @@ static int hier_scatter(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, const gcmpi_hier_ve
         if (rc != MPI_SUCCESS) return rc;
     } else {
         if (shm) {
-            rc = gcmpi_node_shm_reduce_scatter(&n->shm, n->node, hin, hout, counts, displs,
+            rc = gcmpi_node_shm_reduce_scatter(&n->shm, n->node, hin, hout, counts, displs, 0,
                                                &sum_finite);
             if (rc == GCMPI_NODE_SHM_NO_ROOM) shm = gcmpi_hier_window_gone(n);
         }

@@ -368,7 +368,7 @@ static int sum_parts(float *out, const gcmpi_node_shm *s, size_t at, size_t n, c
 
 int gcmpi_node_shm_reduce_scatter(gcmpi_node_shm **shm, MPI_Comm node, const float *in,
                                   float *out, const int *counts, const int *displs,
-                                  int *finite)
+                                  size_t round_floats, int *finite)
 {
     int q, me, all_finite = 1;
     if (finite) *finite = 0;
@@ -378,7 +378,9 @@ int gcmpi_node_shm_reduce_scatter(gcmpi_node_shm **shm, MPI_Comm node, const flo
     size_t total = 0;
     for (int i = 0; i < q; i++) total += counts[i] > 0 ? (size_t)counts[i] : 0;
     /* A round moves `piece` floats of every chunk: q pieces in a part. */
-    size_t want = total < max_floats ? total : max_floats;
+    const size_t most = round_floats && max_floats >= GCMPI_NODE_SHM_MAX_FLOATS ? round_floats
+                                                                               : max_floats;
+    size_t want = total < most ? total : most;
     size_t piece = want / (size_t)q;
     if (piece < longest && piece * (size_t)q < want) piece++;
     if (piece > longest) piece = longest;

@@ -28,6 +28,15 @@
  * to 64 Ki floats. */
 #define GCMPI_NODE_SHM_MAX_FLOATS ((size_t)1 << 20)
 
+/* Most floats of a part one round of hier's pipeline uses (16 MiB): a
+ * segment is summed in one round where it fits, since the pipeline has
+ * cut the vector into rounds already (segments sized for the link), and
+ * every round costs two barriers of the node's ranks. On the emulated
+ * 2 x 4 cluster (8 ranks on 2 cores, 64 MiB topk 0.01: 512 Ki-float
+ * segments, 2 Mi floats a part) hier's median went from 95.5 ms (two
+ * rounds a segment, 10 jobs) to 88-92 ms (one). */
+#define GCMPI_NODE_SHM_PIPE_MAX_FLOATS ((size_t)4 << 20)
+
 /* Returned, on every rank of the node, when no window fits the node's
  * shared memory: nothing was done, the caller sums through MPI instead.
  * Never an MPI error code (those are >= 0). */
@@ -45,10 +54,13 @@ int gcmpi_node_shm_possible(MPI_Comm node, int *possible);
  * over node with the same counts on every rank) is kept for the next
  * call. finite (may be NULL) is set to 1 when this rank's sum holds no inf
  * or NaN, found while summing (so an encoder of the sum need not scan it
- * again), else 0. Returns an MPI error code, or GCMPI_NODE_SHM_NO_ROOM. */
+ * again), else 0. round_floats: the most floats of a rank's part one
+ * round uses (0: GCMPI_NODE_SHM_MAX_FLOATS; the same on every rank of the
+ * node; a smaller figure set by gcmpi_node_shm_set_max_floats wins).
+ * Returns an MPI error code, or GCMPI_NODE_SHM_NO_ROOM. */
 int gcmpi_node_shm_reduce_scatter(gcmpi_node_shm **shm, MPI_Comm node, const float *in,
                                   float *out, const int *counts, const int *displs,
-                                  int *finite);
+                                  size_t round_floats, int *finite);
 
 /* Every rank ends with every rank's chunk out[displs[i] .. + counts[i]),
  * and with *worst the largest of the ranks' my_rc (so an error of one rank
