@@ -150,13 +150,15 @@ static inline int gcmpi_hier_kept_fits(size_t cap, size_t chunk_bytes, size_t pa
 
 /* Of the window's two phases inside a node (node_allreduce), the share of
  * the reduce-scatter, from the bytes each moves per rank's vector of N:
- * the copy in (read and write N), the sum (read N, write N/q) against the
- * chunk's copy in (N/q) and the others' copied out (read and write
- * (q-1)N/q): (3 + 1/q) / 5. gcmpi-node-bench measured 53-57 ms against
- * 23 on 2 x 4 ranks at 64 MiB (0.70; this gives 0.65). */
+ * the copy in of the other ranks' chunks (read and write (q-1)N/q), the
+ * sum (read N, write N/q) against the chunk's copy in (N/q) and the
+ * others' copied out (read and write (q-1)N/q): (3q - 1) / (5q - 2).
+ * gcmpi-node-bench, 2 x 4 ranks at 64 MiB: 55 ms against 33-35 (0.61-0.63;
+ * this gives 0.61; 0.70 before a rank's own chunk stayed out of the
+ * window, when the formula was (3 + 1/q) / 5). */
 static inline double gcmpi_window_scatter_share(int q)
 {
-    return q > 0 ? (3.0 + 1.0 / q) / 5.0 : 1.0;
+    return q > 0 ? (3.0 * q - 1.0) / (5.0 * q - 2.0) : 1.0;
 }
 
 /* Predicted seconds of one allreduce of `bytes` bytes with algo on env
