@@ -234,11 +234,11 @@ static int node_sum(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, int *shm, const float *
     const int q = n->node_size, me = n->node_rank;
     if (*shm) {
         /* The segment in one round where it fits (node_shm.h). */
-        size_t seg = 0;
-        for (int i = 0; i < q; i++) seg += (size_t)cs[i];
-        const size_t round = seg < GCMPI_NODE_SHM_PIPE_MAX_FLOATS ? seg : GCMPI_NODE_SHM_PIPE_MAX_FLOATS;
-        const int rc = gcmpi_node_shm_reduce_scatter(&n->shm, n->node, hin, hout, cs, ds,
-                                                     round > 0 ? round : 1, finite);
+        size_t round = 0;
+        for (int i = 0; i < q; i++) round += (size_t)cs[i];
+        if (round > GCMPI_NODE_SHM_PIPE_MAX_FLOATS) round = GCMPI_NODE_SHM_PIPE_MAX_FLOATS;
+        const int rc =
+            gcmpi_node_shm_reduce_scatter(&n->shm, n->node, hin, hout, cs, ds, round, finite);
         if (rc != GCMPI_NODE_SHM_NO_ROOM) return rc;
         *shm = gcmpi_hier_window_gone(n);
     }

@@ -33,8 +33,9 @@
  * cut the vector into rounds already (segments sized for the link), and
  * every round costs two barriers of the node's ranks. On the emulated
  * 2 x 4 cluster (8 ranks on 2 cores, 64 MiB topk 0.01: 512 Ki-float
- * segments, 2 Mi floats a part) hier's median went from 95.5 ms (two
- * rounds a segment, 10 jobs) to 88-92 ms (one). */
+ * segments, 2 Mi floats a part) hier's median went from 94.8 ms (two
+ * rounds a segment, 18 jobs) to 89.2 ms (one, 36 jobs; README, issue 14's
+ * twelfth entry). */
 #define GCMPI_NODE_SHM_PIPE_MAX_FLOATS ((size_t)4 << 20)
 
 /* Returned, on every rank of the node, when no window fits the node's
