@@ -212,7 +212,7 @@ int main(int argc, char **argv)
                         .density = o.density,
                         /* hier's node gather by payloads */
                         .kept_bound_ratio = o.density > 0 ? o.bound_ratio : 0.0,
-                        .kept_part_bytes = (size_t)64 << 20, /* GCMPI_NODE_SHM_SHARE_MAX_BYTES */
+                        .kept_part_bytes = GCMPI_NODE_SHM_SHARE_MAX_BYTES,
                     };
                     /* hier runs the library's fixed rule between nodes
                      * (pmpi/coll_choose.c): sparse codecs allgather up to 8

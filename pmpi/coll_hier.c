@@ -224,6 +224,18 @@ static int by_chunks(const gcmpi_config *cfg, const gcmpi_nodes *n, size_t count
     return gcmpi_hier_scatter_style(cfg, n, count) || gcmpi_hier_one_node_window(cfg, n, count);
 }
 
+gcmpi_coll_ctx gcmpi_hier_column_ctx(const gcmpi_coll_ctx *ctx, const gcmpi_nodes *n)
+{
+    gcmpi_coll_ctx col = *ctx;
+    col.comm = n->column;
+    col.rank = n->node_index;
+    col.size = n->n_nodes;
+    col.cache = NULL;
+    col.finite_in = NULL;
+    col.finite_n = 0;
+    return col;
+}
+
 /* Segments of this thread's last call of the reduce-scatter style (tests). */
 static _Thread_local int last_segments, last_gathered_kept;
 
@@ -348,11 +360,7 @@ static int hier_scatter(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, const gcmpi_hier_ve
         if (len && n->n_nodes > 1) {
             if (ops->stage && local == MPI_SUCCESS)
                 local = ops->stage(out + lo, hout + lo, len * sizeof(float));
-            gcmpi_coll_ctx column = *ctx;
-            column.comm = n->column;
-            column.rank = n->node_index;
-            column.size = n->n_nodes;
-            column.cache = NULL;
+            gcmpi_coll_ctx column = gcmpi_hier_column_ctx(ctx, n);
             /* Host vectors whose sum the window found finite: the column's
              * check need not read them again. */
             column.finite_in = shm && sum_finite && !ops->stage ? out + lo : NULL;

@@ -83,13 +83,7 @@ static int pipe_open(pipe *pp, const gcmpi_coll_ctx *ctx, gcmpi_nodes *n,
     memset(pp, 0, sizeof *pp);
     pp->kept = kept && kept->buf ? kept : NULL;
     if (pp->kept) pp->kept->len = 0;
-    pp->col = *ctx;
-    pp->col.comm = n->column;
-    pp->col.rank = n->node_index;
-    pp->col.size = n->n_nodes;
-    pp->col.cache = NULL;
-    pp->col.finite_in = NULL;
-    pp->col.finite_n = 0;
+    pp->col = gcmpi_hier_column_ctx(ctx, n);
     pp->ops = ops;
     pp->peers = n->n_nodes - 1;
     pp->bound = gc_bound(cfg->codec, longest, &cfg->params);
@@ -405,13 +399,7 @@ int gcmpi_hier_gather_kept(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, const gcmpi_hier
     for (int j = 0; j < q; j++) all &= lens[j] >= 0;
     int decoded = 1;
     if (all) {
-        gcmpi_coll_ctx col = *ctx;
-        col.comm = n->column;
-        col.rank = n->node_index;
-        col.size = n->n_nodes;
-        col.cache = NULL;
-        col.finite_in = NULL;
-        col.finite_n = 0;
+        gcmpi_coll_ctx col = gcmpi_hier_column_ctx(ctx, n);
         t0 = PMPI_Wtime();
         for (int j = 0; j < q && decoded; j++)
             if (j != me)

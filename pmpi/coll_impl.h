@@ -131,6 +131,11 @@ int gcmpi_hier_pipeline(gcmpi_coll_ctx *ctx, gcmpi_nodes *n, const gcmpi_hier_ve
                         const float *hin, float *hout, float *out, size_t count, int segs,
                         gcmpi_ef_slot *ef, int *shm, int *local, int *inner_rc,
                         gcmpi_hier_kept *kept);
+/* ctx narrowed to this rank's column of hier's reduce-scatter style: its
+ * communicator, its place there (this node's index) and its size (the
+ * nodes); no auto cache, and no finite-input note (the caller sets one
+ * where the node's sum was checked). */
+gcmpi_coll_ctx gcmpi_hier_column_ctx(const gcmpi_coll_ctx *ctx, const gcmpi_nodes *n);
 /* 1 where hier's node gathers the pipeline's sums by the payloads its
  * columns decoded (gcmpi_hier_gather_kept) rather than by floats: through
  * the window, for the sparse codecs the columns all-gather (topk, dgc,

@@ -132,6 +132,11 @@ static inline int gcmpi_hier_segment_count(size_t count, int q, size_t segment_f
  * faster by payloads. The decodes grow with the nodes (every rank
  * decodes every node's payload of every other chunk) while the copy
  * does not, so past a fifth the floats are copied (8 nodes: 0.33). */
+/* The most bytes a part of the node's window is grown to for the
+ * payloads (node_shm.h's gcmpi_node_shm_share): here, so that the model
+ * and gcmpi-scale-model, which build without MPI, use the library's. */
+#define GCMPI_NODE_SHM_SHARE_MAX_BYTES ((size_t)64 << 20)
+
 static inline size_t gcmpi_hier_kept_align(size_t bytes)
 {
     return (bytes + 15) & ~(size_t)15;

@@ -11,6 +11,8 @@
 #ifndef GCMPI_NODE_SHM_H
 #define GCMPI_NODE_SHM_H
 
+#include "cost_model.h"
+
 #include <mpi.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -72,10 +74,9 @@ int gcmpi_node_shm_reduce_scatter(gcmpi_node_shm **shm, MPI_Comm node, const flo
 int gcmpi_node_shm_allgather(gcmpi_node_shm **shm, MPI_Comm node, float *out, const int *counts,
                              const int *displs, int my_rc, int *worst);
 
-/* The most bytes a part of the window is grown to for
- * gcmpi_node_shm_share (the reduce-scatter's rounds use at most
- * GCMPI_NODE_SHM_MAX_FLOATS of it). */
-#define GCMPI_NODE_SHM_SHARE_MAX_BYTES ((size_t)64 << 20)
+/* GCMPI_NODE_SHM_SHARE_MAX_BYTES (cost_model.h): the most bytes a part
+ * of the window is grown to for gcmpi_node_shm_share (the reduce-scatter's
+ * rounds use at most GCMPI_NODE_SHM_PIPE_MAX_FLOATS of it). */
 
 /* Every rank of the node publishes len bytes at `bytes` (len < 0, or more
  * than a part of the window holds: nothing) beside my_rc; on return
